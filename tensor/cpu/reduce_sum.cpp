@@ -1,0 +1,63 @@
+// CPU sum kernel: walks the input once; where the innermost run is reduced it sums the run with several
+// independent accumulators (vectorisable, and pairwise-like accuracy), otherwise it adds rows elementwise.
+#include "tensor/cpu/loops.h"
+#include "tensor/cpu/visit.h"
+#include "tensor/ops/reduce.h"
+#include "tensor/ops/views.h"
+
+namespace syncgrad::cpu {
+namespace {
+
+template <class Acc, class In>
+Acc sum_run(const char* p, int64_t stride, int64_t n) {
+  constexpr int kLanes = 8;
+  Acc lanes[kLanes] = {};
+  int64_t i = 0;
+  if (stride == sizeof(In)) {
+    const In* x = reinterpret_cast<const In*>(p);
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int l = 0; l < kLanes; ++l) lanes[l] += convert<Acc>(x[i + l]);
+    }
+    for (; i < n; ++i) lanes[0] += convert<Acc>(x[i]);
+  } else {
+    for (; i < n; ++i) lanes[i % kLanes] += convert<Acc>(*reinterpret_cast<const In*>(p + i * stride));
+  }
+  Acc total{};
+  for (int l = 0; l < kLanes; ++l) total += lanes[l];
+  return total;
+}
+
+void sum_into_kernel(const Tensor& out, const Tensor& in) {
+  // View `out` with in's shape and zero strides on reduced dims.
+  Shape strides = out.strides();
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (out.sizes()[d] == 1) strides[d] = 0;
+  }
+  Tensor out_view = Tensor(std::make_shared<TensorImpl>(out.impl()->storage(), out.dtype(), in.sizes(), strides,
+                                                        out.storage_offset()));
+  visit_numeric(out.dtype(), "sum", [&]<class Acc>() {
+    visit_all(in.dtype(), "sum", [&]<class In>() {
+      for_each_strided<2>(in.sizes(), {static_cast<char*>(out_view.data_ptr()), static_cast<char*>(in.data_ptr())},
+                          {&out_view, &in},
+                          [](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
+                            Acc* o = reinterpret_cast<Acc*>(p[0]);
+                            if (s[0] == 0) {
+                              *o += sum_run<Acc, In>(p[1], s[1], n);
+                            } else if (s[0] == sizeof(Acc) && s[1] == sizeof(In)) {
+                              const In* x = reinterpret_cast<const In*>(p[1]);
+                              for (int64_t i = 0; i < n; ++i) o[i] += convert<Acc>(x[i]);
+                            } else {
+                              for (int64_t i = 0; i < n; ++i) {
+                                *reinterpret_cast<Acc*>(p[0] + i * s[0]) +=
+                                    convert<Acc>(*reinterpret_cast<const In*>(p[1] + i * s[1]));
+                              }
+                            }
+                          });
+    });
+  });
+}
+
+const KernelRegistrar registered(kernels::sum_into, DeviceType::kCPU, &sum_into_kernel);
+
+}  // namespace
+}  // namespace syncgrad::cpu

@@ -1,0 +1,34 @@
+// TensorImpl: cached numel and contiguity.
+#include "tensor/tensor_impl.h"
+
+namespace syncgrad {
+
+TensorImpl::TensorImpl(std::shared_ptr<Storage> storage, DType dtype, Shape sizes, Shape strides, int64_t offset)
+    : storage_(std::move(storage)), dtype_(dtype), sizes_(std::move(sizes)), strides_(std::move(strides)),
+      offset_(offset) {
+  refresh();
+}
+
+void TensorImpl::set_geometry(Shape sizes, Shape strides, int64_t offset) {
+  sizes_ = std::move(sizes);
+  strides_ = std::move(strides);
+  offset_ = offset;
+  refresh();
+}
+
+void TensorImpl::refresh() {
+  numel_ = 1;
+  for (int64_t s : sizes_) numel_ *= s;
+  contiguous_ = true;
+  int64_t expected = 1;
+  for (size_t i = sizes_.size(); i-- > 0;) {
+    if (sizes_[i] == 1) continue;
+    if (strides_[i] != expected) {
+      contiguous_ = false;
+      break;
+    }
+    expected *= sizes_[i];
+  }
+}
+
+}  // namespace syncgrad
