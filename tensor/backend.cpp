@@ -46,9 +46,9 @@ void load_cuda_module(BackendState& state) {
   if (const char* env = std::getenv("SYNCGRAD_CUDA_MODULE")) {
     path = env;
   } else {
-    // Build tree: <build>/tensor/cuda/<module>; installed: beside libsyncgrad.
+    // Build tree: <build>/tensor/cuda/module/<module> (tensor/cuda/module/meson.build); installed: beside libsyncgrad.
     std::string dir = directory_of_this_library();
-    path = dir + "/tensor/cuda/" + SYNCGRAD_CUDA_MODULE_NAME;
+    path = dir + "/tensor/cuda/module/" + SYNCGRAD_CUDA_MODULE_NAME;
     if (FILE* f = std::fopen(path.c_str(), "rb")) {
       std::fclose(f);
     } else {

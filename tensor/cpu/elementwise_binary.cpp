@@ -1,66 +1,90 @@
-// CPU binary arithmetic kernels over strided, broadcast operands; contiguous runs take a vectorisable loop.
-#include "tensor/cpu/loops.h"
+// CPU binary arithmetic kernels (add, sub, mul, div, pow, maximum, minimum, add with alpha) over strided,
+// broadcast operands; half types compute in float.
+#include <cmath>
+#include <type_traits>
+
+#include "tensor/cpu/elementwise_loops.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/elementwise.h"
 
 namespace syncgrad::cpu {
 namespace {
 
+// Integer power by squaring; negative exponents give the truncated result (0 unless |base| == 1).
+template <class M>
+M int_pow(M base, M exponent) {
+  if constexpr (std::is_signed_v<M>) {
+    if (exponent < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exponent % 2 == 0) ? 1 : -1;
+      return 0;
+    }
+  }
+  M result = 1;
+  while (exponent != 0) {
+    if (exponent & 1) result = static_cast<M>(result * base);
+    base = static_cast<M>(base * base);
+    exponent = static_cast<M>(exponent / 2);
+  }
+  return result;
+}
+
+template <class M>
+bool is_nan(M v) {
+  if constexpr (std::is_floating_point_v<M>) return std::isnan(v);
+  else return false;
+}
+
 template <class T, class F>
-void map2(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  for_each_strided<3>(out.sizes(),
-                      {static_cast<char*>(out.data_ptr()), static_cast<char*>(a.data_ptr()),
-                       static_cast<char*>(b.data_ptr())},
-                      {&out, &a, &b}, [&f](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s, int64_t n) {
-                        constexpr int64_t e = sizeof(T);
-                        T* o = reinterpret_cast<T*>(p[0]);
-                        const T* x = reinterpret_cast<const T*>(p[1]);
-                        const T* y = reinterpret_cast<const T*>(p[2]);
-                        if (s[0] == e && s[1] == e && s[2] == e) {
-                          for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
-                        } else if (s[0] == e && s[1] == e && s[2] == 0) {
-                          const T yv = *y;
-                          for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
-                        } else if (s[0] == e && s[1] == 0 && s[2] == e) {
-                          const T xv = *x;
-                          for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
-                        } else {
-                          for (int64_t i = 0; i < n; ++i) {
-                            *reinterpret_cast<T*>(p[0] + i * s[0]) = f(*reinterpret_cast<const T*>(p[1] + i * s[1]),
-                                                                       *reinterpret_cast<const T*>(p[2] + i * s[2]));
-                          }
-                        }
-                      });
+void arith(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  using M = opmath_t<T>;
+  map2<T, T, T>(out, a, b, [f](T x, T y) { return static_cast<T>(f(static_cast<M>(x), static_cast<M>(y))); });
+}
+
+template <class T>
+void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  using M = opmath_t<T>;
+  if constexpr (std::is_same_v<T, bool>) {
+    switch (op) {
+      case BinaryOp::add:
+      case BinaryOp::maximum: map2<T, T, T>(out, a, b, [](bool x, bool y) { return x || y; }); return;
+      case BinaryOp::mul:
+      case BinaryOp::minimum: map2<T, T, T>(out, a, b, [](bool x, bool y) { return x && y; }); return;
+      default: unsupported_dtype(binary_op_name(op), DType::boolean, "all numeric dtypes (not bool)");
+    }
+  } else {
+    switch (op) {
+      case BinaryOp::add: arith<T>(out, a, b, [](M x, M y) { return x + y; }); return;
+      case BinaryOp::sub: arith<T>(out, a, b, [](M x, M y) { return x - y; }); return;
+      case BinaryOp::mul: arith<T>(out, a, b, [](M x, M y) { return x * y; }); return;
+      case BinaryOp::div: arith<T>(out, a, b, [](M x, M y) { return x / y; }); return;
+      case BinaryOp::pow:
+        if constexpr (std::is_floating_point_v<M>) {
+          arith<T>(out, a, b, [](M x, M y) { return std::pow(x, y); });
+        } else {
+          arith<T>(out, a, b, [](M x, M y) { return int_pow<M>(x, y); });
+        }
+        return;
+      // NaN propagates from either side.
+      case BinaryOp::maximum:
+        arith<T>(out, a, b, [](M x, M y) { return (is_nan(x) || x > y) ? x : y; });
+        return;
+      case BinaryOp::minimum:
+        arith<T>(out, a, b, [](M x, M y) { return (is_nan(x) || x < y) ? x : y; });
+        return;
+    }
+  }
 }
 
 void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  visit_all(out.dtype(), "binary", [&]<class T>() {
-    using M = opmath_t<T>;
-    auto cast = [](M v) { return static_cast<T>(v); };
-    switch (op) {
-      case BinaryOp::add:
-        if constexpr (std::is_same_v<T, bool>) map2<T>(out, a, b, [](T x, T y) { return x || y; });
-        else map2<T>(out, a, b, [cast](T x, T y) { return cast(M(x) + M(y)); });
-        break;
-      case BinaryOp::sub:
-        map2<T>(out, a, b, [cast](T x, T y) { return cast(M(x) - M(y)); });
-        break;
-      case BinaryOp::mul:
-        if constexpr (std::is_same_v<T, bool>) map2<T>(out, a, b, [](T x, T y) { return x && y; });
-        else map2<T>(out, a, b, [cast](T x, T y) { return cast(M(x) * M(y)); });
-        break;
-      case BinaryOp::div:
-        map2<T>(out, a, b, [cast](T x, T y) { return cast(M(x) / M(y)); });
-        break;
-    }
-  });
+  visit_all(out.dtype(), binary_op_name(op), [&]<class T>() { binary_typed<T>(op, out, a, b); });
 }
 
 void add_scaled_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   visit_numeric(out.dtype(), "add", [&]<class T>() {
     using M = opmath_t<T>;
-    M s = std::is_integral_v<M> ? static_cast<M>(alpha.to_int()) : static_cast<M>(alpha.to_double());
-    map2<T>(out, a, b, [s](T x, T y) { return static_cast<T>(M(x) + s * M(y)); });
+    const M s = std::is_integral_v<M> ? static_cast<M>(alpha.to_int()) : static_cast<M>(alpha.to_double());
+    arith<T>(out, a, b, [s](M x, M y) { return x + s * y; });
   });
 }
 

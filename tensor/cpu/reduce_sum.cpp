@@ -1,5 +1,5 @@
-// CPU sum kernel: walks the input once; where the innermost run is reduced it sums the run with several
-// independent accumulators (vectorisable, and pairwise-like accuracy), otherwise it adds rows elementwise.
+// CPU sum kernel: walks the input once; where the innermost run is reduced it sums the run by cascade
+// summation (vectorised blocks combined pairwise), otherwise it adds rows into the outputs elementwise.
 #include "tensor/cpu/loops.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/reduce.h"
@@ -8,23 +8,32 @@
 namespace syncgrad::cpu {
 namespace {
 
+// Sums n elements `stride` bytes apart. Blocks of up to kBlock elements are summed with kLanes independent
+// accumulators (vectorisable); longer runs are split in halves and summed pairwise (cascade summation), so the
+// rounding error grows with log(n) rather than n.
 template <class Acc, class In>
 Acc sum_run(const char* p, int64_t stride, int64_t n) {
-  constexpr int kLanes = 8;
+  constexpr int64_t kLanes = 16;
+  constexpr int64_t kBlock = 2048;
+  if (n > kBlock) {
+    int64_t half = n / 2 / kLanes * kLanes;
+    return sum_run<Acc, In>(p, stride, half) + sum_run<Acc, In>(p + half * stride, stride, n - half);
+  }
   Acc lanes[kLanes] = {};
   int64_t i = 0;
   if (stride == sizeof(In)) {
     const In* x = reinterpret_cast<const In*>(p);
     for (; i + kLanes <= n; i += kLanes) {
-      for (int l = 0; l < kLanes; ++l) lanes[l] += convert<Acc>(x[i + l]);
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += convert<Acc>(x[i + l]);
     }
     for (; i < n; ++i) lanes[0] += convert<Acc>(x[i]);
   } else {
     for (; i < n; ++i) lanes[i % kLanes] += convert<Acc>(*reinterpret_cast<const In*>(p + i * stride));
   }
-  Acc total{};
-  for (int l = 0; l < kLanes; ++l) total += lanes[l];
-  return total;
+  for (int64_t width = kLanes / 2; width > 0; width /= 2) {
+    for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  }
+  return lanes[0];
 }
 
 void sum_into_kernel(const Tensor& out, const Tensor& in) {

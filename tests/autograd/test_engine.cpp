@@ -156,3 +156,35 @@ TEST_CASE("requires_grad only for floating tensors") {
   CHECK(x.is_leaf());
   CHECK_FALSE(x.view({1}).is_leaf());
 }
+
+TEST_CASE("zero_grad sets gradients to none or to zero in place") {
+  Tensor a = param({2}), b = param({2});
+  autograd::backward({a.view({2}), b.view({2})}, {ones({2}), ones({2})});
+  Tensor b_grad = b.grad();
+  autograd::zero_grad({a}, true);
+  autograd::zero_grad({b}, false);
+  CHECK_FALSE(a.grad().defined());
+  CHECK(b.grad().is_same(b_grad));
+  CHECK(to_vector<float>(b.grad()) == std::vector<float>{0, 0});
+}
+
+TEST_CASE("in-place change of a tensor saved for backward is detected") {
+  Tensor x = tensor({1.f, 2.f}).requires_grad_();
+  Tensor w = tensor({3.f, 4.f}).requires_grad_();
+  Tensor w2 = w * 1;       // a non-leaf: in-place on it is allowed
+  Tensor y = x * w2;       // saves w2 for x's gradient
+  {
+    NoGradGuard guard;
+    mul_(w2, 2);
+  }
+  try {
+    y.sum().backward();
+    FAIL("expected AutogradError");
+  } catch (const AutogradError& e) {
+    CHECK(std::string(e.what()).find("modified by an in-place operation") != std::string::npos);
+  }
+  // The same through a detached alias of a leaf, which shares its storage (and version counter).
+  Tensor z = x * w;
+  add_(w.detach(), 1);
+  CHECK_THROWS_WITH_AS(z.sum().backward(), doctest::Contains("modified by an in-place operation"), AutogradError);
+}

@@ -1,0 +1,177 @@
+// CPU batched GEMM kernel on Eigen. Each (rows, cols) operand matrix is mapped in place: row-major when its
+// columns are unit-stride, column-major (the transpose of a row-major matrix) when its rows are; only a matrix
+// unit-strided in neither direction is copied. float16/bfloat16 matrices are converted to float32, multiplied
+// with the float32 GEMM and rounded back. Batches run in parallel over the intra-op threads.
+// GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the `__Y = __Y` idiom) when
+// Eigen's GEMM is inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <Eigen/Core>
+#include <vector>
+
+#include "tensor/cpu/visit.h"
+#include "tensor/ops/copy.h"
+#include "tensor/ops/linalg.h"
+#include "tensor/threads.h"
+
+namespace syncgrad::cpu {
+namespace {
+
+template <class T, int Order>
+using ConstMatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Order>, 0, Eigen::OuterStride<>>;
+template <class T>
+using OutMatrixMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0, Eigen::OuterStride<>>;
+
+// How a strided (rows, cols) matrix is handed to the GEMM without copying.
+struct MatrixLayout {
+  bool valid = false;
+  bool row_major = true;  // false: column-major
+  int64_t ld = 1;         // elements between consecutive rows (row-major) or columns (column-major)
+};
+
+// Strides of size-1 dimensions do not matter; a leading dimension must cover a whole row (column).
+MatrixLayout layout_of(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  if ((cols == 1 || col_stride == 1) && (rows == 1 || row_stride >= cols)) {
+    return {true, true, rows == 1 ? cols : row_stride};
+  }
+  if ((rows == 1 || row_stride == 1) && (cols == 1 || col_stride >= rows)) {
+    return {true, false, cols == 1 ? rows : col_stride};
+  }
+  return {};
+}
+
+MatrixLayout layout_of(const Tensor& t) { return layout_of(t.size(-2), t.size(-1), t.stride(-2), t.stride(-1)); }
+
+// Element offsets of every matrix of a (..., rows, cols) tensor, batch index in row-major order.
+std::vector<int64_t> batch_offsets(const Tensor& t) {
+  const int64_t batch_dims = t.dim() - 2;
+  int64_t count = 1;
+  for (int64_t d = 0; d < batch_dims; ++d) count *= t.sizes()[d];
+  std::vector<int64_t> offsets(static_cast<size_t>(count));
+  std::vector<int64_t> index(static_cast<size_t>(batch_dims), 0);
+  int64_t offset = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    offsets[i] = offset;
+    for (int64_t d = batch_dims - 1; d >= 0; --d) {
+      offset += t.strides()[d];
+      if (++index[d] < t.sizes()[d]) break;
+      offset -= t.strides()[d] * t.sizes()[d];
+      index[d] = 0;
+    }
+  }
+  return offsets;
+}
+
+// c (M, N) = beta * c + alpha * a @ b, with Eigen's GEMM (GEMV when M or N is 1).
+template <class T, class A, class B>
+void gemm_mapped(OutMatrixMap<T> c, const A& a, const B& b, T alpha, T beta) {
+  if (beta == T(0)) {
+    if (alpha == T(1)) c.noalias() = a * b;
+    else c.noalias() = alpha * a * b;
+  } else {
+    if (beta != T(1)) c *= beta;
+    c.noalias() += alpha * a * b;
+  }
+}
+
+template <class T>
+void gemm_matrix(T* c, const T* a, MatrixLayout la, const T* b, MatrixLayout lb, int64_t m, int64_t n, int64_t k,
+                 T alpha, T beta) {
+  OutMatrixMap<T> cm(c, m, n, Eigen::OuterStride<>(n));
+  auto with_a = [&](const auto& am) {
+    if (lb.row_major) {
+      gemm_mapped<T>(cm, am, ConstMatrixMap<T, Eigen::RowMajor>(b, k, n, Eigen::OuterStride<>(lb.ld)), alpha, beta);
+    } else {
+      gemm_mapped<T>(cm, am, ConstMatrixMap<T, Eigen::ColMajor>(b, k, n, Eigen::OuterStride<>(lb.ld)), alpha, beta);
+    }
+  };
+  if (la.row_major) with_a(ConstMatrixMap<T, Eigen::RowMajor>(a, m, k, Eigen::OuterStride<>(la.ld)));
+  else with_a(ConstMatrixMap<T, Eigen::ColMajor>(a, m, k, Eigen::OuterStride<>(la.ld)));
+}
+
+// Runs body(i) for every batch entry: in parallel over the batch when it can occupy the threads (each GEMM
+// then runs on one thread), otherwise in order with Eigen threading each GEMM.
+template <class Body>
+void for_each_batch(int64_t count, Body&& body) {
+  if (count > 1 && count >= get_num_threads()) {
+    parallel_for(count, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) body(i);
+    });
+  } else {
+    for (int64_t i = 0; i < count; ++i) body(i);
+  }
+}
+
+template <class T>
+T scale_as(const Scalar& s) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(s.to_int());
+  else return static_cast<T>(s.to_double());
+}
+
+// float32, float64 and the integer types: Eigen's GEMM straight on the operands' memory.
+template <class T>
+void gemm_native(const Tensor& out, const Tensor& a_in, const Tensor& b_in, const Scalar& alpha, const Scalar& beta) {
+  Tensor a = layout_of(a_in).valid ? a_in : raw::contiguous(a_in);
+  Tensor b = layout_of(b_in).valid ? b_in : raw::contiguous(b_in);
+  const MatrixLayout la = layout_of(a), lb = layout_of(b);
+  const int64_t m = out.size(-2), n = out.size(-1), k = a.size(-1);
+  const std::vector<int64_t> a_off = batch_offsets(a), b_off = batch_offsets(b);
+  T* c = out.data_ptr<T>();
+  const T* ap = a.data_ptr<T>();
+  const T* bp = b.data_ptr<T>();
+  const T alpha_t = scale_as<T>(alpha), beta_t = scale_as<T>(beta);
+  for_each_batch(static_cast<int64_t>(a_off.size()), [&](int64_t i) {
+    gemm_matrix<T>(c + i * m * n, ap + a_off[i], la, bp + b_off[i], lb, m, n, k, alpha_t, beta_t);
+  });
+}
+
+// Copies a strided (rows, cols) matrix into a row-major float buffer.
+template <class T>
+void to_float(const T* src, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride, float* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = static_cast<float>(src[r * row_stride + c * col_stride]);
+  }
+}
+
+// float16/bfloat16: each matrix is converted to float32, multiplied there and rounded back once.
+template <class T>
+void gemm_via_float(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
+  const int64_t m = out.size(-2), n = out.size(-1), k = a.size(-1);
+  const std::vector<int64_t> a_off = batch_offsets(a), b_off = batch_offsets(b);
+  T* c = static_cast<T*>(out.data_ptr());
+  const T* ap = static_cast<const T*>(a.data_ptr());
+  const T* bp = static_cast<const T*>(b.data_ptr());
+  const float alpha_f = static_cast<float>(alpha.to_double()), beta_f = static_cast<float>(beta.to_double());
+  const MatrixLayout row_major_a{true, true, k}, row_major_b{true, true, n};
+  auto run_range = [&](int64_t begin, int64_t end) {
+    std::vector<float> af(static_cast<size_t>(m * k)), bf(static_cast<size_t>(k * n)), cf(static_cast<size_t>(m * n));
+    for (int64_t i = begin; i < end; ++i) {
+      to_float(ap + a_off[i], m, k, a.stride(-2), a.stride(-1), af.data());
+      to_float(bp + b_off[i], k, n, b.stride(-2), b.stride(-1), bf.data());
+      T* ci = c + i * m * n;
+      if (beta_f != 0.0f) to_float(ci, m, n, n, 1, cf.data());
+      gemm_matrix<float>(cf.data(), af.data(), row_major_a, bf.data(), row_major_b, m, n, k, alpha_f, beta_f);
+      for (int64_t j = 0; j < m * n; ++j) ci[j] = static_cast<T>(cf[j]);
+    }
+  };
+  const int64_t count = static_cast<int64_t>(a_off.size());
+  if (count > 1 && count >= get_num_threads()) parallel_for(count, 1, run_range);
+  else run_range(0, count);
+}
+
+void gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
+  visit_numeric(out.dtype(), "matmul", [&]<class T>() {
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+      gemm_via_float<T>(out, a, b, alpha, beta);
+    } else if constexpr (std::is_same_v<T, uint8_t>) {
+      unsupported_dtype("matmul", out.dtype(), "float32, float64, float16, bfloat16, int64, int32");
+    } else {
+      gemm_native<T>(out, a, b, alpha, beta);
+    }
+  });
+}
+
+const KernelRegistrar reg_gemm(kernels::gemm, DeviceType::kCPU, &gemm_kernel);
+
+}  // namespace
+}  // namespace syncgrad::cpu

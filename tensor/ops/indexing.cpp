@@ -1,0 +1,145 @@
+// Raw indexing front-ends: argument checks (devices, index dtype, ranks, sizes), output allocation and
+// dispatch. Index values are range-checked by the kernels, which read them.
+#include "tensor/ops/indexing.h"
+
+#include "tensor/ops/copy.h"
+#include "tensor/ops/factories.h"
+#include "tensor/ops/views.h"
+
+namespace syncgrad {
+
+namespace kernels {
+constinit KernelSlot<void(const Tensor&, const Tensor&, int64_t, const Tensor&)> index_select("index_select");
+constinit KernelSlot<void(const Tensor&, int64_t, const Tensor&, const Tensor&)> index_add("index_add_");
+constinit KernelSlot<void(const Tensor&, const Tensor&, int64_t, const Tensor&)> gather("gather");
+constinit KernelSlot<void(const Tensor&, int64_t, const Tensor&, const Tensor&)> scatter_add("scatter_add_");
+}  // namespace kernels
+
+namespace {
+
+// 0-d tensors take part as 1-element 1-D tensors, as in PyTorch.
+Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? raw::view(t, {1}) : t; }
+
+void check_index_dtype(const char* op, const Tensor& index, bool allow_int32) {
+  DType t = index.dtype();
+  if (t == DType::i64 || (allow_int32 && t == DType::i32)) return;
+  throw DTypeError(std::string(op) + ": index must have dtype int64" + (allow_int32 ? " or int32" : "") +
+                   ", got " + dtype_name(t) + "; convert it with .to(DType::i64)");
+}
+
+void check_same_dtype(const char* op, const Tensor& self, const Tensor& src) {
+  if (self.dtype() == src.dtype()) return;
+  throw DTypeError(std::string(op) + ": self has dtype " + dtype_name(self.dtype()) + " but src has dtype " +
+                   dtype_name(src.dtype()) + "; convert src with .to(" + dtype_name(self.dtype()) + ") first");
+}
+
+void check_list_index(const char* op, const Tensor& index) {
+  if (index.dim() <= 1) return;
+  throw ShapeError(std::string(op) + ": index must be 1-D or 0-d, got shape " + shape_str(index.sizes()) +
+                   "; flatten it or use gather for per-element indices");
+}
+
+void check_same_rank(const char* op, const Tensor& index, const char* other_name, const Tensor& other) {
+  if (index.dim() == other.dim()) return;
+  throw ShapeError(std::string(op) + ": index has " + std::to_string(index.dim()) + " dims (shape " +
+                   shape_str(index.sizes()) + ") but " + other_name + " has " + std::to_string(other.dim()) +
+                   " (shape " + shape_str(other.sizes()) + "); they need the same number of dims");
+}
+
+// index.size(k) <= other.size(k) for every k (except `dim` when skip_dim).
+void check_index_fits(const char* op, const Tensor& index, const char* other_name, const Tensor& other, int64_t dim,
+                      bool skip_dim) {
+  for (int64_t k = 0; k < index.dim(); ++k) {
+    if ((skip_dim && k == dim) || index.sizes()[k] <= other.sizes()[k]) continue;
+    throw ShapeError(std::string(op) + ": index size " + std::to_string(index.sizes()[k]) + " exceeds " + other_name +
+                     " size " + std::to_string(other.sizes()[k]) + " in dimension " + std::to_string(k) +
+                     " (index shape " + shape_str(index.sizes()) + ", " + other_name + " shape " +
+                     shape_str(other.sizes()) + ")" +
+                     (skip_dim ? "; only dimension " + std::to_string(dim) + " may be larger" : std::string()));
+  }
+}
+
+}  // namespace
+
+namespace raw {
+
+Tensor index_select(const Tensor& input, int64_t dim, const Tensor& index) {
+  const char* op = "index_select";
+  check_same_device(op, input, index);
+  check_index_dtype(op, index, true);
+  check_list_index(op, index);
+  int64_t d = wrap_dim(dim, input.dim(), op);
+  if (input.dim() == 0 && index.numel() != 1) {
+    throw ShapeError("index_select: a 0-d input takes exactly one index, got " + std::to_string(index.numel()) +
+                     " (index shape " + shape_str(index.sizes()) + ")");
+  }
+  Tensor in = as_1d(input);
+  Shape out_shape = in.sizes();
+  out_shape[d] = index.numel();
+  Tensor out = empty(out_shape, {.dtype = input.dtype(), .device = input.device()});
+  kernels::index_select(input.device(), out, in, d, as_1d(index));
+  return input.dim() == 0 ? view(out, {}) : out;
+}
+
+void index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  const char* op = "index_add_";
+  check_same_device(op, self, index);
+  check_same_device(op, self, src);
+  check_index_dtype(op, index, true);
+  check_same_dtype(op, self, src);
+  check_list_index(op, index);
+  int64_t d = wrap_dim(dim, self.dim(), op);
+  Tensor target = as_1d(self);
+  Tensor source = as_1d(src);
+  Shape expected = target.sizes();
+  expected[d] = index.numel();
+  if (source.sizes() != expected) {
+    throw ShapeError("index_add_: src has shape " + shape_str(src.sizes()) + " but self of shape " +
+                     shape_str(self.sizes()) + " with " + std::to_string(index.numel()) + " indices along dimension " +
+                     std::to_string(d) + " needs src of shape " + shape_str(expected));
+  }
+  kernels::index_add(self.device(), target, d, as_1d(index), source);
+  self.impl()->storage()->bump_version();
+}
+
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor out = clone(self);
+  index_add_(out, dim, index, src);
+  return out;
+}
+
+Tensor gather(const Tensor& input, int64_t dim, const Tensor& index) {
+  const char* op = "gather";
+  check_same_device(op, input, index);
+  check_index_dtype(op, index, false);
+  check_same_rank(op, index, "input", input);
+  int64_t d = wrap_dim(dim, input.dim(), op);
+  check_index_fits(op, index, "input", input, d, true);
+  Tensor out = empty(index.sizes(), {.dtype = input.dtype(), .device = input.device()});
+  kernels::gather(input.device(), as_1d(out), as_1d(input), d, as_1d(index));
+  return out;
+}
+
+void scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  const char* op = "scatter_add_";
+  check_same_device(op, self, index);
+  check_same_device(op, self, src);
+  check_index_dtype(op, index, false);
+  check_same_dtype(op, self, src);
+  check_same_rank(op, index, "self", self);
+  check_same_rank(op, index, "src", src);
+  int64_t d = wrap_dim(dim, self.dim(), op);
+  check_index_fits(op, index, "src", src, d, false);
+  check_index_fits(op, index, "self", self, d, true);
+  kernels::scatter_add(self.device(), as_1d(self), d, as_1d(index), as_1d(src));
+  self.impl()->storage()->bump_version();
+}
+
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor out = clone(self);
+  scatter_add_(out, dim, index, src);
+  return out;
+}
+
+}  // namespace raw
+}  // namespace syncgrad

@@ -1,0 +1,187 @@
+// Raw batch norm and layer norm front-ends: argument checks, reshaping to the kernels' (N, C, L) / (M, K)
+// layouts, output allocation and dispatch.
+#include "tensor/ops/norm.h"
+
+#include <algorithm>
+
+#include "tensor/ops/copy.h"
+#include "tensor/ops/factories.h"
+#include "tensor/ops/views.h"
+
+namespace syncgrad {
+
+namespace kernels {
+constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                          const Tensor&, const Tensor&, bool, double, double)>
+    batch_norm_forward("batch_norm");
+constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                          const Tensor&, const Tensor&, bool)>
+    batch_norm_backward("batch_norm_backward");
+constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                          double)>
+    layer_norm_forward("layer_norm");
+constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                          const Tensor&, const Tensor&)>
+    layer_norm_backward("layer_norm_backward");
+}  // namespace kernels
+
+DType norm_stats_dtype(DType input) { return input == DType::f64 ? DType::f64 : DType::f32; }
+
+namespace {
+
+void check_floating_input(const char* op, const Tensor& input) {
+  if (!is_floating(input.dtype())) {
+    throw DTypeError(std::string(op) + ": input has dtype " + dtype_name(input.dtype()) +
+                     "; expects a floating dtype (float32, float64, float16, bfloat16); convert with .to()");
+  }
+}
+
+// An optional per-channel / per-feature tensor: undefined, or floating with exactly `shape` on input's device.
+void check_param(const char* op, const char* name, const Tensor& param, const Tensor& input, const Shape& shape,
+                 const char* meaning) {
+  if (!param.defined()) return;
+  check_same_device(op, input, param);
+  if (!is_floating(param.dtype())) {
+    throw DTypeError(std::string(op) + ": " + name + " has dtype " + dtype_name(param.dtype()) +
+                     "; expects a floating dtype");
+  }
+  if (param.sizes() != shape) {
+    throw ShapeError(std::string(op) + ": " + name + " has shape " + shape_str(param.sizes()) + " but expects " +
+                     shape_str(shape) + " (" + meaning + ") for input of shape " + shape_str(input.sizes()));
+  }
+}
+
+// `t` as a contiguous tensor of `shape` (a view when possible).
+Tensor contiguous_as(const Tensor& t, const Shape& shape) { return raw::view(raw::contiguous(t), shape); }
+
+// (N, C, L) sizes of a batch norm input (N, C, *).
+Shape batch_norm_layout(const Tensor& input) {
+  int64_t n = input.sizes()[0], c = input.sizes()[1];
+  int64_t l = 1;
+  for (int64_t d = 2; d < input.dim(); ++d) l *= input.sizes()[d];
+  return {n, c, l};
+}
+
+// (M, K) sizes of a layer norm input: K = prod(normalized_shape), M = prod(leading dims).
+Shape layer_norm_layout(const Tensor& input, const Shape& normalized_shape) {
+  int64_t lead = input.dim() - static_cast<int64_t>(normalized_shape.size());
+  int64_t m = 1;
+  for (int64_t d = 0; d < lead; ++d) m *= input.sizes()[d];
+  return {m, shape_numel(normalized_shape)};
+}
+
+Tensor param_as_vector(const Tensor& param, int64_t n) {
+  return param.defined() ? contiguous_as(param, {n}) : Tensor();
+}
+
+Tensor grad_buffer(const Shape& shape, std::optional<DType> dtype, Device device) {
+  return dtype ? empty(shape, {.dtype = *dtype, .device = device}) : Tensor();
+}
+
+}  // namespace
+
+namespace raw {
+
+BatchNormResult batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                           const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
+  constexpr const char* op = "batch_norm";
+  check_floating_input(op, input);
+  if (input.dim() < 2) {
+    throw ShapeError(std::string(op) + ": expects input of shape (N, C) or (N, C, *), got " +
+                     shape_str(input.sizes()) + "; add a batch dim with unsqueeze(0)");
+  }
+  Shape layout = batch_norm_layout(input);
+  Shape channels{layout[1]};
+  check_param(op, "weight", weight, input, channels, "one value per channel C = input.size(1)");
+  check_param(op, "bias", bias, input, channels, "one value per channel C = input.size(1)");
+  check_param(op, "running_mean", running_mean, input, channels, "one value per channel C = input.size(1)");
+  check_param(op, "running_var", running_var, input, channels, "one value per channel C = input.size(1)");
+  if (running_mean.defined() != running_var.defined()) {
+    throw ValueError(std::string(op) + ": running_mean and running_var must be given together (got only " +
+                     (running_mean.defined() ? "running_mean" : "running_var") + ")");
+  }
+  if (!training && !running_mean.defined()) {
+    throw ValueError(std::string(op) +
+                     ": eval mode (training=false) normalises with running_mean and running_var, but none were "
+                     "given; pass them or use training=true");
+  }
+  if (training && layout[0] * layout[2] <= 1) {
+    throw ValueError(std::string(op) + ": expected more than 1 value per channel when training, got input of shape " +
+                     shape_str(input.sizes()) + "; use a larger batch or eval mode");
+  }
+  if (eps < 0) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+
+  DType stats = norm_stats_dtype(input.dtype());
+  Tensor out = empty(layout, {.dtype = input.dtype(), .device = input.device()});
+  BatchNormResult result{view(out, input.sizes()), empty(channels, {.dtype = stats, .device = input.device()}),
+                         empty(channels, {.dtype = stats, .device = input.device()})};
+  kernels::batch_norm_forward(input.device(), out, result.save_mean, result.save_invstd, contiguous_as(input, layout),
+                              weight, bias, running_mean, running_var, training, momentum, eps);
+  if (training && running_mean.defined()) {
+    running_mean.impl()->storage()->bump_version();
+    running_var.impl()->storage()->bump_version();
+  }
+  return result;
+}
+
+NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& save_mean,
+                              const Tensor& save_invstd, const Tensor& weight, bool training,
+                              const NormGradRequest& request) {
+  Shape layout = batch_norm_layout(input);
+  Device device = input.device();
+  NormGrads grads{request.input ? empty(layout, {.dtype = input.dtype(), .device = device}) : Tensor(),
+                  grad_buffer({layout[1]}, request.weight, device), grad_buffer({layout[1]}, request.bias, device)};
+  kernels::batch_norm_backward(device, grads.grad_input, grads.grad_weight, grads.grad_bias,
+                               contiguous_as(to(grad_out, input.dtype()), layout), contiguous_as(input, layout),
+                               save_mean, save_invstd, weight, training);
+  if (grads.grad_input.defined()) grads.grad_input = view(grads.grad_input, input.sizes());
+  return grads;
+}
+
+LayerNormResult layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                           const Tensor& bias, double eps) {
+  constexpr const char* op = "layer_norm";
+  check_floating_input(op, input);
+  if (normalized_shape.empty()) {
+    throw ValueError(std::string(op) + ": normalized_shape is empty; give at least the last dim's size, e.g. [" +
+                     (input.dim() > 0 ? std::to_string(input.sizes().back()) : std::string("D")) + "]");
+  }
+  int64_t lead = input.dim() - static_cast<int64_t>(normalized_shape.size());
+  if (lead < 0 || !std::equal(normalized_shape.begin(), normalized_shape.end(), input.sizes().begin() + lead)) {
+    std::string expected = shape_str(normalized_shape);
+    throw ShapeError(std::string(op) + ": normalized_shape " + expected + " does not match the last dims of input " +
+                     "shape " + shape_str(input.sizes()) + "; expects input of shape [*, " +
+                     expected.substr(1));
+  }
+  check_param(op, "weight", weight, input, normalized_shape, "normalized_shape");
+  check_param(op, "bias", bias, input, normalized_shape, "normalized_shape");
+  if (eps < 0) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+
+  Shape layout = layer_norm_layout(input, normalized_shape);
+  DType stats = norm_stats_dtype(input.dtype());
+  Tensor out = empty(layout, {.dtype = input.dtype(), .device = input.device()});
+  LayerNormResult result{view(out, input.sizes()), empty({layout[0]}, {.dtype = stats, .device = input.device()}),
+                         empty({layout[0]}, {.dtype = stats, .device = input.device()})};
+  kernels::layer_norm_forward(input.device(), out, result.save_mean, result.save_rstd, contiguous_as(input, layout),
+                              param_as_vector(weight, layout[1]), param_as_vector(bias, layout[1]), eps);
+  return result;
+}
+
+NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
+                              const Tensor& save_mean, const Tensor& save_rstd, const Tensor& weight,
+                              const NormGradRequest& request) {
+  Shape layout = layer_norm_layout(input, normalized_shape);
+  Device device = input.device();
+  NormGrads grads{request.input ? empty(layout, {.dtype = input.dtype(), .device = device}) : Tensor(),
+                  grad_buffer({layout[1]}, request.weight, device), grad_buffer({layout[1]}, request.bias, device)};
+  kernels::layer_norm_backward(device, grads.grad_input, grads.grad_weight, grads.grad_bias,
+                               contiguous_as(to(grad_out, input.dtype()), layout), contiguous_as(input, layout),
+                               save_mean, save_rstd, param_as_vector(weight, layout[1]));
+  if (grads.grad_input.defined()) grads.grad_input = view(grads.grad_input, input.sizes());
+  if (grads.grad_weight.defined()) grads.grad_weight = view(grads.grad_weight, normalized_shape);
+  if (grads.grad_bias.defined()) grads.grad_bias = view(grads.grad_bias, normalized_shape);
+  return grads;
+}
+
+}  // namespace raw
+}  // namespace syncgrad
