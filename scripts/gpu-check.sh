@@ -123,6 +123,14 @@ else
   finish
 fi
 
+# meson and ninja from pip (GPU images carry them in the Python environment, whose bin/ may not be on PATH).
+if ! command -v meson >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; then
+  for d in "$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null)" \
+           "$(python3 -c 'import ninja; print(ninja.BIN_DIR)' 2>/dev/null)" "$HOME/.local/bin"; do
+    if [ -n "$d" ] && { [ -x "$d/meson" ] || [ -x "$d/ninja" ]; }; then export PATH="$PATH:$d"; fi
+  done
+fi
+
 # Unpacks carried .debs into a private prefix and points the compilers and meson's lookups at it.
 use_carried_debs() {
   ls "$DEPS_DIR"/*.deb >/dev/null 2>&1 || return 1

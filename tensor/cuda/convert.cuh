@@ -15,14 +15,11 @@
 
 namespace syncgrad::cuda {
 
-template <class T>
-inline constexpr bool is_half_type_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-
 template <class To, class From>
 __host__ __device__ __forceinline__ To bit_cast_value(From v) {
   static_assert(sizeof(To) == sizeof(From));
   To out;
-  memcpy(&out, &v, sizeof(To));
+  memcpy(static_cast<void*>(&out), static_cast<const void*>(&v), sizeof(To));
   return out;
 }
 
