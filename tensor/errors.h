@@ -48,4 +48,11 @@ class ValueError : public Error {
   using Error::Error;
 };
 
+// A file-system operation failed (missing file or directory, read-only, disk full); names the path and the
+// OS reason.
+class IOError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace syncgrad

@@ -16,6 +16,12 @@ void TensorImpl::set_geometry(Shape sizes, Shape strides, int64_t offset) {
   refresh();
 }
 
+void TensorImpl::set_data(const TensorImpl& source) {
+  storage_ = source.storage_;
+  dtype_ = source.dtype_;
+  set_geometry(source.sizes_, source.strides_, source.offset_);
+}
+
 void TensorImpl::refresh() {
   numel_ = 1;
   for (int64_t s : sizes_) numel_ *= s;

@@ -37,6 +37,9 @@ class TensorImpl {
 
   // Re-points this impl at other metadata (used by in-place resize and set_).
   void set_geometry(Shape sizes, Shape strides, int64_t offset);
+  // Makes this impl hold `source`'s data (storage, dtype and geometry) while keeping its identity and autograd
+  // metadata: nn::Module::to converts parameters in place this way, so every handle to them sees the result.
+  void set_data(const TensorImpl& source);
 
   AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
   void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) { autograd_meta_ = std::move(meta); }

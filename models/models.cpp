@@ -1,0 +1,19 @@
+// models::make_model: the name -> model table.
+#include "models/models.h"
+
+#include "models/cnn.h"
+#include "models/mlp.h"
+
+namespace syncgrad::models {
+
+std::vector<std::string> model_names() { return {"mlp", "cnn"}; }
+
+std::shared_ptr<nn::Module> make_model(const std::string& name, Generator* gen) {
+  if (name == "mlp") return std::make_shared<MLP>(gen);
+  if (name == "cnn") return std::make_shared<CNN>(gen);
+  std::string known;
+  for (const std::string& n : model_names()) known += (known.empty() ? "" : ", ") + n;
+  throw ValueError("make_model: unknown model \"" + name + "\"; known models: " + known);
+}
+
+}  // namespace syncgrad::models

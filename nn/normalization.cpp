@@ -1,0 +1,88 @@
+// BatchNorm and LayerNorm layers: parameters and buffers with PyTorch's initial values; forward through the
+// differentiable norm ops, with num_batches_tracked kept here.
+#include "nn/normalization.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops/norm.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/factories.h"
+#include "tensor/ops/views.h"
+
+namespace syncgrad::nn {
+
+namespace {
+const char* bool_str(bool b) { return b ? "True" : "False"; }
+}  // namespace
+
+BatchNorm::BatchNorm(std::string type_name, std::vector<int64_t> accepted_ranks, int64_t num_features, double eps,
+                     std::optional<double> momentum, bool affine, bool track_running_stats)
+    : Module(std::move(type_name)), num_features(num_features), eps(eps), momentum(momentum), affine(affine),
+      track_running_stats(track_running_stats), accepted_ranks_(std::move(accepted_ranks)) {
+  if (num_features <= 0) {
+    throw ValueError(this->type_name() + ": num_features must be positive, got " + std::to_string(num_features));
+  }
+  if (affine) {
+    weight = register_parameter("weight", ones({num_features}));
+    bias = register_parameter("bias", zeros({num_features}));
+  }
+  if (track_running_stats) {
+    running_mean = register_buffer("running_mean", zeros({num_features}));
+    running_var = register_buffer("running_var", ones({num_features}));
+    num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, {.dtype = DType::i64}));
+  }
+}
+
+Tensor BatchNorm::forward(const Tensor& input) {
+  if (std::find(accepted_ranks_.begin(), accepted_ranks_.end(), input.dim()) == accepted_ranks_.end()) {
+    std::string ranks;
+    for (int64_t r : accepted_ranks_) ranks += (ranks.empty() ? "" : " or ") + std::to_string(r) + "-D";
+    throw ShapeError(type_name() + ".forward: expected " + ranks + " input, got shape " + shape_str(input.sizes()));
+  }
+  if (input.size(1) != num_features) {
+    throw ShapeError(type_name() + ".forward: input of shape " + shape_str(input.sizes()) + " has " +
+                     std::to_string(input.size(1)) + " channels (dim 1), the layer was built for " +
+                     std::to_string(num_features));
+  }
+  bool use_batch_stats = is_training() || !track_running_stats;
+  double factor = momentum.value_or(0.0);
+  if (is_training() && track_running_stats) {
+    NoGradGuard no_grad;
+    raw::add_(num_batches_tracked, 1);
+    if (!momentum) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+  }
+  return batch_norm(input, running_mean, running_var, weight, bias, use_batch_stats, factor, eps);
+}
+
+std::string BatchNorm::extra_repr() const {
+  std::ostringstream out;
+  out << num_features << ", eps=" << eps << ", momentum=";
+  if (momentum) out << *momentum;
+  else out << "None";
+  out << ", affine=" << bool_str(affine) << ", track_running_stats=" << bool_str(track_running_stats);
+  return out.str();
+}
+
+LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine)
+    : Module("LayerNorm"), normalized_shape(std::move(normalized_shape)), eps(eps),
+      elementwise_affine(elementwise_affine) {
+  if (elementwise_affine) {
+    weight = register_parameter("weight", ones(this->normalized_shape));
+    bias = register_parameter("bias", zeros(this->normalized_shape));
+  }
+}
+
+Tensor LayerNorm::forward(const Tensor& input) { return layer_norm(input, normalized_shape, weight, bias, eps); }
+
+std::string LayerNorm::extra_repr() const {
+  std::string shape;
+  for (int64_t s : normalized_shape) shape += (shape.empty() ? "" : ", ") + std::to_string(s);
+  if (normalized_shape.size() == 1) shape += ",";
+  std::ostringstream out;
+  out << "(" << shape << "), eps=" << eps << ", elementwise_affine=" << bool_str(elementwise_affine);
+  return out.str();
+}
+
+}  // namespace syncgrad::nn

@@ -1,0 +1,69 @@
+// Normalisation layers: BatchNorm1d / BatchNorm2d (batch statistics per channel, running statistics for eval)
+// and LayerNorm (statistics over the trailing normalized_shape), PyTorch's defaults, buffers and key names.
+#pragma once
+
+#include <optional>
+
+#include "nn/module.h"
+
+namespace syncgrad::nn {
+
+// The shared implementation of BatchNorm1d and BatchNorm2d (they differ in the input ranks they accept).
+// Parameters weight = 1, bias = 0 (affine); buffers running_mean = 0, running_var = 1, num_batches_tracked
+// int64 0 (track_running_stats). Training (or no running stats): normalises with the batch mean and biased
+// variance and updates running = (1 - momentum) * running + momentum * batch (unbiased variance),
+// num_batches_tracked += 1; momentum nullopt uses the cumulative average 1 / num_batches_tracked. Eval with
+// running stats: normalises with them.
+class BatchNorm : public Module {
+ public:
+  Tensor forward(const Tensor& input) override;
+
+  int64_t num_features;
+  double eps;
+  std::optional<double> momentum;
+  bool affine, track_running_stats;
+  Tensor weight, bias;                                     // (C), undefined unless affine
+  Tensor running_mean, running_var, num_batches_tracked;  // (C), (C), (); undefined unless tracked
+
+ protected:
+  BatchNorm(std::string type_name, std::vector<int64_t> accepted_ranks, int64_t num_features, double eps,
+            std::optional<double> momentum, bool affine, bool track_running_stats);
+  std::string extra_repr() const override;
+
+ private:
+  std::vector<int64_t> accepted_ranks_;
+};
+
+// Input (N, C) or (N, C, L).
+class BatchNorm1d : public BatchNorm {
+ public:
+  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                       bool affine = true, bool track_running_stats = true)
+      : BatchNorm("BatchNorm1d", {2, 3}, num_features, eps, momentum, affine, track_running_stats) {}
+};
+
+// Input (N, C, H, W).
+class BatchNorm2d : public BatchNorm {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                       bool affine = true, bool track_running_stats = true)
+      : BatchNorm("BatchNorm2d", {4}, num_features, eps, momentum, affine, track_running_stats) {}
+};
+
+// Normalises over the last normalized_shape.size() dims of (*, normalized_shape); weight = 1 and bias = 0 of
+// shape normalized_shape when elementwise_affine.
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  Tensor forward(const Tensor& input) override;
+
+  Shape normalized_shape;
+  double eps;
+  bool elementwise_affine;
+  Tensor weight, bias;  // undefined unless elementwise_affine
+
+ protected:
+  std::string extra_repr() const override;
+};
+
+}  // namespace syncgrad::nn

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# syncgrad-train's command line: --help explains every flag; bad flags and values fail with a message and a
+# non-zero status; the log file gets rows. Usage: test_cli.sh path/to/syncgrad-train
+set -u
+bin="$1"
+failures=0
+check() {  # check "description" command...
+  local what="$1"; shift
+  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
+}
+help=$("$bin" --help)
+for flag in --model --data-dir --epochs --batch-size --lr --optimizer --momentum --weight-decay --seed --threads \
+            --checkpoint-dir --resume --init-from --no-shuffle --max-steps --log-file; do
+  check "--help mentions $flag" grep -q -- "$flag" <<<"$help"
+done
+out=$("$bin" --model resnet 2>&1); status=$?
+check "unknown model fails" test $status -ne 0
+check "unknown model is named" grep -q "resnet" <<<"$out"
+out=$("$bin" --bogus-flag 2>&1); status=$?
+check "unknown flag fails" test $status -ne 0
+check "unknown flag is named" grep -q -- "--bogus-flag" <<<"$out"
+out=$("$bin" --batch-size -3 2>&1); status=$?
+check "negative batch size fails" test $status -ne 0
+if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || [ -n "${SYNCGRAD_DATA_DIR:-}" ]; then
+  log=$(mktemp --suffix=.jsonl)
+  out=$("$bin" --model mlp --max-steps 20 --log-every 10 --log-file "$log" 2>&1); status=$?
+  check "short run succeeds" test $status -eq 0
+  check "short run prints test accuracy" grep -q "test accuracy" <<<"$out"
+  check "jsonl log has 2 rows" test "$(wc -l <"$log")" -eq 2
+  rm -f "$log"
+else
+  echo "skipped: short run (Fashion-MNIST not installed)"
+fi
+if [ $failures -eq 0 ]; then exit 0; else exit 1; fi

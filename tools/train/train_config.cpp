@@ -1,0 +1,34 @@
+// TrainConfig <-> JSON.
+#include "tools/train/train_config.h"
+
+#include <nlohmann/json.hpp>
+
+namespace syncgrad::train {
+
+std::string TrainConfig::to_json() const {
+  nlohmann::json j = {{"model", model},       {"data_dir", data_dir},   {"epochs", epochs},
+                      {"batch_size", batch_size}, {"lr", lr},           {"optimizer", optimizer},
+                      {"momentum", momentum}, {"weight_decay", weight_decay}, {"seed", seed},
+                      {"threads", threads},   {"shuffle", shuffle},     {"max_steps", max_steps}};
+  return j.dump();
+}
+
+TrainConfig TrainConfig::from_json(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text);
+  TrainConfig c;
+  c.model = j.at("model").get<std::string>();
+  c.data_dir = j.at("data_dir").get<std::string>();
+  c.epochs = j.at("epochs").get<int>();
+  c.batch_size = j.at("batch_size").get<int64_t>();
+  c.lr = j.at("lr").get<double>();
+  c.optimizer = j.at("optimizer").get<std::string>();
+  c.momentum = j.at("momentum").get<double>();
+  c.weight_decay = j.at("weight_decay").get<double>();
+  c.seed = j.at("seed").get<uint64_t>();
+  c.threads = j.at("threads").get<int>();
+  c.shuffle = j.at("shuffle").get<bool>();
+  c.max_steps = j.at("max_steps").get<int64_t>();
+  return c;
+}
+
+}  // namespace syncgrad::train

@@ -1,0 +1,33 @@
+// The trainer's configuration: every command-line option of syncgrad-train, with PyTorch-tutorial defaults.
+// It round-trips through JSON so a checkpoint records the run that wrote it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace syncgrad::train {
+
+struct TrainConfig {
+  std::string model = "cnn";
+  std::string data_dir;  // empty: data::default_fashion_mnist_dir()
+  int epochs = 1;
+  int64_t batch_size = 64;
+  double lr = 0.05;
+  std::string optimizer = "sgd";  // sgd | adam | adamw
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  uint64_t seed = 0;
+  int threads = 1;
+  std::string checkpoint_dir;
+  std::string resume;     // a checkpoint directory or checkpoint file to continue from
+  std::string init_from;  // a .safetensors file with model weights to start from
+  bool shuffle = true;
+  int64_t max_steps = 0;  // 0: no limit
+  std::string log_file;   // .csv or .jsonl
+  int64_t log_every = 100;
+
+  std::string to_json() const;
+  static TrainConfig from_json(const std::string& text);
+};
+
+}  // namespace syncgrad::train

@@ -1,0 +1,32 @@
+// The single-process training loop behind syncgrad-train: data, model, optimizer, progress lines, metrics
+// log, checkpoints and resume, then the test-set evaluation.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+
+#include "tensor/errors.h"
+
+#include "tools/train/train_config.h"
+
+namespace syncgrad::train {
+
+struct TrainSummary {
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double wall_seconds = 0;
+  double samples_per_second = 0;
+  double test_accuracy = 0;       // fraction in [0, 1]
+  size_t peak_tensor_bytes = 0;   // caching allocator's high-water mark
+  long peak_rss_kib = 0;          // VmHWM
+};
+
+// Raised when the loss stops being finite; names the step.
+class NonFiniteLossError : public Error {
+ public:
+  using Error::Error;
+};
+
+TrainSummary run_training(const TrainConfig& config, std::ostream& out);
+
+}  // namespace syncgrad::train
