@@ -63,6 +63,42 @@ void max_pool2d_kernel(const Tensor& out, const Tensor& indices, const Tensor& i
     for (int64_t kj = 0; kj < p.kernel.w; ++kj) {
       tap_range.push_back(valid_range(kj * p.dilation.w - p.padding.w, p.stride.w, s.w, s.ow));
     }
+    const bool two_by_two = p.kernel.h == 2 && p.kernel.w == 2 && p.stride.h == 2 && p.stride.w == 2 &&
+                            p.padding.h == 0 && p.padding.w == 0 && p.dilation.h == 1 && p.dilation.w == 1 &&
+                            2 * s.oh <= s.h && 2 * s.ow <= s.w;  // no partial (ceil_mode) windows
+    if (two_by_two) {
+      // The CNNs' 2x2/2 pooling: every window lies inside the input; compare its four values directly.
+      const int64_t w = s.w, oh = s.oh, ow = s.ow, in_plane = s.in_plane(), out_plane = s.out_plane();
+      for_planes(s, out_plane * 4, [=](int64_t plane) {
+        const T* __restrict in = x + plane * in_plane;
+        T* __restrict best = y + plane * out_plane;
+        int64_t* __restrict where = idx + plane * out_plane;
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          const T* top = in + 2 * oy * w;
+          const T* bottom = top + w;
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            const int64_t i0 = 2 * oy * w + 2 * ox;
+            M m = static_cast<M>(top[2 * ox]);
+            int64_t at = i0;
+            const M c1 = static_cast<M>(top[2 * ox + 1]), c2 = static_cast<M>(bottom[2 * ox]),
+                    c3 = static_cast<M>(bottom[2 * ox + 1]);
+            // NaN wins, as in the general path below.
+            bool take = (c1 > m) | (c1 != c1);
+            m = take ? c1 : m;
+            at = take ? i0 + 1 : at;
+            take = (c2 > m) | (c2 != c2);
+            m = take ? c2 : m;
+            at = take ? i0 + w : at;
+            take = (c3 > m) | (c3 != c3);
+            m = take ? c3 : m;
+            at = take ? i0 + w + 1 : at;
+            best[oy * ow + ox] = static_cast<T>(m);
+            where[oy * ow + ox] = at;
+          }
+        }
+      });
+      return;
+    }
     for_planes(s, s.out_plane() * p.kernel.h * p.kernel.w, [&](int64_t plane) {
       // A whole output row at a time: for each window tap (row iy, column tap kj) update every output column
       // in a branch-free loop over ox. Taps are visited in window row-major order, so the first maximum wins;
