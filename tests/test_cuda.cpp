@@ -20,6 +20,8 @@
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
+#include "autograd/gradcheck.h"
+#include "autograd/ops/views.h"
 
 using namespace syncgrad;
 
@@ -264,4 +266,14 @@ int main(int argc, char** argv) {
   }
   doctest::Context context(argc, argv);
   return context.run();
+}
+
+TEST_CASE("gradcheck: to(device) round trip through CUDA (covers ToDeviceBackward)") {
+  Generator gen(1);
+  Tensor x = randn({2, 3}, {.dtype = DType::f64}, &gen);
+  x.requires_grad_(true);
+  auto result = autograd::gradcheck("to(cuda)", [](const std::vector<Tensor>& in) {
+    return to(to(in[0], Device(DeviceType::kCUDA, 0)), kCPU);
+  }, {x});
+  CHECK_MESSAGE(result.ok, result.message);
 }

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   }
   if (!filtered) {
     auto missing = syncgrad::autograd::uncovered_node_types();
-    // Nodes that only a CUDA device can exercise are checked by the CUDA gradcheck case when one exists.
+    // Nodes that only a CUDA device can exercise are gradchecked in tests/test_cuda.cpp (run with a device).
     if (!syncgrad::cuda_is_available()) {
       std::erase_if(missing, [](const std::string& name) {
         if (name != "ToDeviceBackward") return false;

@@ -42,14 +42,3 @@ TEST_CASE("gradcheck: clone, contiguous, dtype round trip") {
       "to(f32)", [](const std::vector<Tensor>& in) { return to(to(in[0], DType::f32), DType::f64); }, {x}, loose);
   CHECK_MESSAGE(result.ok, result.message);
 }
-
-TEST_CASE("gradcheck: to(device) round trip through CUDA") {
-  if (!cuda_is_available()) {
-    MESSAGE("skipped: " << backend_unavailable_reason(DeviceType::kCUDA));
-    return;
-  }
-  Tensor x = leaf({2, 3});
-  CHECK_GRADCHECK("to(cuda)", [](const std::vector<Tensor>& in) {
-    return to(to(in[0], Device(DeviceType::kCUDA, 0)), kCPU);
-  }, {x});
-}
