@@ -2,6 +2,8 @@
 // operands, the backward pieces (adjoint identities, hand-computed routes), threads, and each argument error.
 #include <doctest/doctest.h>
 
+#include "tests/check_error.h"
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -11,6 +13,7 @@
 #include "syncgrad.h"
 
 using namespace syncgrad;
+using syncgrad::testing::check_error;
 
 namespace {
 
@@ -41,18 +44,6 @@ void check_close(const Tensor& got, const Shape& shape, const std::vector<double
   }
 }
 
-template <class E>
-void check_error(const std::function<void()>& call, std::initializer_list<std::string> fragments) {
-  try {
-    call();
-    FAIL_CHECK("expected an exception");
-  } catch (const E& e) {
-    std::string msg = e.what();
-    for (const std::string& f : fragments) {
-      CHECK_MESSAGE(msg.find(f) != std::string::npos, msg << " lacks '" << f << "'");
-    }
-  }
-}
 
 struct ConvCase {
   Shape input;   // (N, C_in, H, W)

@@ -3,6 +3,8 @@
 // at ties and kinks.
 #include <doctest/doctest.h>
 
+#include "tests/check_error.h"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -10,6 +12,7 @@
 #include "syncgrad.h"
 
 using namespace syncgrad;
+using syncgrad::testing::check_error;
 
 namespace {
 
@@ -17,17 +20,6 @@ const DType kFloating[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
 
 std::vector<double> values(const Tensor& t) { return to_vector<double>(t); }
 
-// Runs `fn` and checks that it throws E whose message contains every one of `parts`.
-template <class E, class Fn>
-void check_error(Fn fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    FAIL("expected an exception");
-  } catch (const E& e) {
-    std::string msg = e.what();
-    for (const std::string& part : parts) CHECK_MESSAGE(msg.find(part) != std::string::npos, msg);
-  }
-}
 
 Tensor mat23() { return tensor({1.f, 2.f, 3.f, 4.f, 5.f, 6.f}).view({2, 3}); }
 
