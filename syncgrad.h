@@ -67,3 +67,5 @@
 #include "tensor/io/safetensors.h"
 #include "data/idx.h"
 #include "data/fashion_mnist.h"
+#include "data/dataset.h"
+#include "data/sampler.h"

@@ -1,0 +1,91 @@
+// Samplers: the order in which a dataset's indices are visited during one epoch. DistributedSampler splits that
+// order between ranks with PyTorch's torch.utils.data.DistributedSampler semantics (the shuffled order itself
+// comes from syncgrad's Philox generator, so it differs from PyTorch's for the same seed).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace syncgrad::data {
+
+class Sampler {
+ public:
+  virtual ~Sampler();
+  // Number of indices one epoch yields.
+  virtual int64_t size() const = 0;
+  // The indices of the current epoch.
+  virtual std::vector<int64_t> indices() const = 0;
+  // Selects the epoch; samplers whose order does not depend on it ignore it.
+  virtual void set_epoch(int64_t) {}
+};
+
+// 0, 1, ..., n-1.
+class SequentialSampler : public Sampler {
+ public:
+  explicit SequentialSampler(int64_t n);
+  int64_t size() const override { return n_; }
+  std::vector<int64_t> indices() const override;
+
+ private:
+  int64_t n_;
+};
+
+// A permutation of 0..n-1 drawn with randperm from Generator(seed).split(epoch). Without set_epoch every call
+// of indices() returns the same order (epoch 0); call set_epoch(e) before each epoch to reshuffle.
+class RandomSampler : public Sampler {
+ public:
+  explicit RandomSampler(int64_t n, uint64_t seed = 0);
+  int64_t size() const override { return n_; }
+  std::vector<int64_t> indices() const override;
+  void set_epoch(int64_t epoch) override { epoch_ = epoch; }
+
+ private:
+  int64_t n_;
+  uint64_t seed_;
+  int64_t epoch_ = 0;
+};
+
+// Groups another sampler's indices into batches of batch_size; the last batch is shorter unless drop_last.
+class BatchSampler {
+ public:
+  BatchSampler(std::shared_ptr<Sampler> sampler, int64_t batch_size, bool drop_last = false);
+  int64_t num_batches() const;
+  std::vector<std::vector<int64_t>> batches() const;
+  void set_epoch(int64_t epoch) { sampler_->set_epoch(epoch); }
+
+ private:
+  std::shared_ptr<Sampler> sampler_;
+  int64_t batch_size_;
+  bool drop_last_;
+};
+
+// Rank `rank`'s share of a dataset of dataset_size examples among num_replicas ranks, as in PyTorch:
+// num_samples = floor(N / R) when drop_last and R does not divide N, else ceil(N / R); total_size =
+// num_samples * R. The epoch's list is randperm(N) from Generator(seed + epoch) when shuffle, else 0..N-1; it is
+// padded to total_size by repeating its head (the whole list again as often as needed) or, with drop_last,
+// truncated to total_size. Rank r takes list[r], list[r + R], ... (list[r : total_size : R]).
+class DistributedSampler : public Sampler {
+ public:
+  // ValueError naming the value and the valid range unless num_replicas >= 1, 0 <= rank < num_replicas and
+  // dataset_size >= 0.
+  DistributedSampler(int64_t dataset_size, int64_t num_replicas, int64_t rank, bool shuffle = true,
+                     uint64_t seed = 0, bool drop_last = false);
+  int64_t size() const override { return num_samples_; }
+  int64_t total_size() const { return num_samples_ * num_replicas_; }
+  std::vector<int64_t> indices() const override;
+  void set_epoch(int64_t epoch) override { epoch_ = epoch; }
+  int64_t epoch() const { return epoch_; }
+
+ private:
+  int64_t dataset_size_;
+  int64_t num_replicas_;
+  int64_t rank_;
+  bool shuffle_;
+  uint64_t seed_;
+  bool drop_last_;
+  int64_t num_samples_;
+  int64_t epoch_ = 0;
+};
+
+}  // namespace syncgrad::data
