@@ -10,6 +10,8 @@ namespace syncgrad::data {
 
 Dataset::~Dataset() = default;
 
+Example Dataset::fetch(int64_t index, Generator&) const { return get(index); }
+
 void Dataset::check_index(int64_t index) const {
   const int64_t n = size();
   if (index < 0 || index >= n) {

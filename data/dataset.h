@@ -6,6 +6,7 @@
 #include <string>
 
 #include "data/fashion_mnist.h"
+#include "tensor/generator.h"
 #include "tensor/tensor.h"
 
 namespace syncgrad::data {
@@ -21,6 +22,9 @@ class Dataset {
   virtual int64_t size() const = 0;
   // Throws IndexError naming the index and the size when index is outside [0, size()).
   virtual Example get(int64_t index) const = 0;
+  // What a DataLoader calls: the example with any random transform drawn from `gen` (the loader derives it
+  // from its seed, the epoch and the index, so results never depend on workers). The default is get(index).
+  virtual Example fetch(int64_t index, Generator& gen) const;
 
  protected:
   void check_index(int64_t index) const;

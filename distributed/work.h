@@ -29,6 +29,10 @@ class Work {
 
   // Called by the backend once, when the collective ends (error = null on success).
   void finish(std::exception_ptr error = nullptr);
+  // Called by the backend when the collective starts running (after earlier ones in the queue).
+  void mark_started();
+  // Seconds the collective itself ran (start to finish; 0 until both happened): DDP's communication time.
+  double busy_seconds();
 
  protected:
   // Called when wait() times out before finish(): the backend aborts the collective. Default: nothing.
@@ -41,6 +45,8 @@ class Work {
   std::condition_variable done_cv_;
   bool done_ = false;
   std::exception_ptr error_;
+  std::chrono::steady_clock::time_point started_{};
+  std::chrono::steady_clock::time_point finished_{};
 };
 
 }  // namespace syncgrad::distributed

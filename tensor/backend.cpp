@@ -81,6 +81,10 @@ void load_cuda_module(BackendState& state) {
 
 }  // namespace
 
+void* DeviceBackend::host_alloc(size_t nbytes) { return std::aligned_alloc(64, (nbytes + 64) / 64 * 64); }
+
+void DeviceBackend::host_free(void* ptr) { std::free(ptr); }
+
 void register_device_backend(DeviceType type, DeviceBackend* backend) {
   if (type == DeviceType::kCUDA) cuda_state().backend = backend;
 }

@@ -20,6 +20,11 @@ class DeviceBackend {
   virtual void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
                           bool non_blocking) = 0;
   virtual void synchronize(int index) = 0;
+  // Page-locked (pinned) host memory, from which copy_bytes to a device can run asynchronously; 64-byte
+  // aligned; nullptr when it cannot be had. The default is plain aligned host memory (nothing to pin).
+  virtual void* host_alloc(size_t nbytes);
+  // Gives back a pointer from host_alloc.
+  virtual void host_free(void* ptr);
 };
 
 // Called by a backend module's init function.

@@ -96,6 +96,21 @@ class CudaBackend final : public DeviceBackend {
     SG_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
+  // cudaHostAlloc returns page-aligned memory; a failure (pinned memory is limited) reads as "no pinned memory".
+  void* host_alloc(size_t nbytes) override {
+    void* ptr = nullptr;
+    if (cudaHostAlloc(&ptr, nbytes == 0 ? 1 : nbytes, cudaHostAllocDefault) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return ptr;
+  }
+
+  // Called from destructors: a failure is cleared rather than thrown.
+  void host_free(void* ptr) override {
+    if (ptr != nullptr && cudaFreeHost(ptr) != cudaSuccess) cudaGetLastError();
+  }
+
  private:
   std::string name_;
   std::vector<std::unique_ptr<CachingDeviceAllocator>> allocators_;
@@ -108,13 +123,17 @@ static_assert(std::string_view(syncgrad::kBackendInitSymbol) == "syncgrad_backen
               "the exported init function must carry the name libsyncgrad looks up");
 
 // Registers the backend (always, so its name and the reason for "no device" reach the user) and, when a
-// device exists, the CUDA kernels. Called once by libsyncgrad (tensor/backend.cpp) right after dlopen.
+// device exists, the CUDA kernels and the "nccl" process group. Called once by libsyncgrad
+// (tensor/backend.cpp) right after dlopen.
 extern "C" __attribute__((visibility("default"))) void syncgrad_backend_init() {
   using namespace syncgrad;
   // Never destroyed: tensors held by static objects may be freed after main returns.
   static cuda::CudaBackend* backend = [] {
     auto* b = new cuda::CudaBackend();
-    if (b->device_count() > 0) cuda::register_copy_kernels();
+    if (b->device_count() > 0) {
+      cuda::register_copy_kernels();
+      cuda::register_nccl_process_group();
+    }
     return b;
   }();
   register_device_backend(DeviceType::kCUDA, backend);

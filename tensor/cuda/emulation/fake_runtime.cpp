@@ -145,6 +145,19 @@ cudaError_t cudaFree(void* ptr) {
   return cudaSuccess;
 }
 
+// Pinned host memory: plain aligned host memory here (there is no DMA engine to page-lock it for).
+cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) {
+  void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+  if (p == nullptr) return fail(cudaErrorMemoryAllocation);
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  std::free(ptr);
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   Memory& m = memory();
   std::lock_guard<std::mutex> lock(m.mutex);

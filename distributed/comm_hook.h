@@ -1,0 +1,54 @@
+// Communication hooks: how DistributedDataParallel reduces one bucket of gradients. The default averages with
+// an allreduce; the compression hooks send f16 or bf16 (half the bytes); PowerSGD sends low-rank factors.
+// A hook's launch() runs during backward as soon as the bucket is full; finish() runs at the end of backward
+// after the Work completed and must leave the averaged gradients in bucket.buffer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/process_group.h"
+#include "tensor/tensor.h"
+
+namespace syncgrad::distributed {
+
+struct GradBucket {
+  size_t index = 0;
+  Tensor buffer;                  // (numel) flat gradients of the bucket's parameters, already / world size
+  std::vector<Tensor> gradients;  // views into buffer, shaped like the parameters
+  int64_t iteration = 0;          // synchronised backward passes before this one
+};
+
+class CommHook {
+ public:
+  virtual ~CommHook() = default;
+  virtual std::string name() const = 0;
+  // Starts the reduction of bucket.buffer and returns the Work to wait for.
+  virtual std::shared_ptr<Work> launch(ProcessGroup& group, GradBucket& bucket) = 0;
+  // Called once the Work completed: leaves the averaged gradients in bucket.buffer.
+  virtual void finish(ProcessGroup& group, GradBucket& bucket) {}
+};
+
+// Sum of the pre-divided buffers: the average (PyTorch's default).
+std::shared_ptr<CommHook> allreduce_hook();
+// Reduce in f16 / bf16 and convert back (PyTorch's fp16_compress_hook / bf16_compress_hook).
+std::shared_ptr<CommHook> fp16_compress_hook();
+std::shared_ptr<CommHook> bf16_compress_hook();
+
+struct PowerSGDOptions {
+  int matrix_approximation_rank = 1;
+  int64_t start_iteration = 10;  // plain allreduce before this iteration (PyTorch: start_powerSGD_iter)
+  bool use_error_feedback = true;
+  bool warm_start = true;        // reuse Q from the previous iteration
+  double min_compression_rate = 2;  // compress a matrix only when it shrinks at least this much
+  uint64_t seed = 0;             // Q's initial random values (identical on every rank)
+};
+std::shared_ptr<CommHook> powersgd_hook(const PowerSGDOptions& options = {});
+
+// By name, for command lines: "allreduce", "fp16", "bf16", "powersgd" (rank 1) or "powersgd:R" (rank R).
+// ValueError listing the names otherwise.
+std::shared_ptr<CommHook> make_comm_hook(const std::string& name);
+
+}  // namespace syncgrad::distributed

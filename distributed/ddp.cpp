@@ -1,0 +1,95 @@
+// DistributedDataParallel: the construction checks and broadcasts, forward with buffer broadcast, and
+// load_model_state's "module." prefix handling.
+#include "distributed/ddp.h"
+
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "distributed/ddp_consistency.h"
+#include "distributed/errors.h"
+#include "tensor/ops/views.h"
+
+namespace syncgrad::distributed {
+
+namespace {
+
+std::vector<std::string> describe(const nn::Module& module, const DDPOptions& options, const CommHook& hook) {
+  std::vector<std::string> entries;
+  for (const auto& [name, p] : module.named_parameters()) {
+    entries.push_back("parameter " + name + " " + dtype_name(p.dtype()) + " " + shape_str(p.sizes()) +
+                      (p.requires_grad() ? "" : " frozen"));
+  }
+  for (const auto& [name, b] : module.named_buffers()) {
+    entries.push_back("buffer " + name + " " + dtype_name(b.dtype()) + " " + shape_str(b.sizes()));
+  }
+  std::ostringstream o;
+  o << "options bucket_cap_mb=" << options.bucket_cap_mb << " first_bucket_mb=" << options.first_bucket_mb
+    << " find_unused_parameters=" << options.find_unused_parameters
+    << " gradient_as_bucket_view=" << options.gradient_as_bucket_view
+    << " broadcast_buffers=" << options.broadcast_buffers << " comm_hook=" << hook.name();
+  entries.push_back(o.str());
+  return entries;
+}
+
+void broadcast_all(ProcessGroup& group, const nn::StateDict& tensors) {
+  std::vector<std::shared_ptr<Work>> works;
+  for (const auto& [name, t] : tensors) works.push_back(group.broadcast(t, 0));
+  for (auto& work : works) work->wait();
+}
+
+}  // namespace
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module,
+                                                 std::shared_ptr<ProcessGroup> group, DDPOptions options)
+    : nn::Module("DistributedDataParallel"), module_(std::move(module)), group_(std::move(group)),
+      options_(std::move(options)) {
+  if (!module_) throw ValueError("DistributedDataParallel: the module is null");
+  if (!group_) throw ValueError("DistributedDataParallel: the process group is null");
+  if (options_.bucket_cap_mb <= 0 || options_.first_bucket_mb <= 0) {
+    throw ValueError("DistributedDataParallel: bucket_cap_mb and first_bucket_mb must be positive (got " +
+                     std::to_string(options_.bucket_cap_mb) + " and " + std::to_string(options_.first_bucket_mb) +
+                     ")");
+  }
+  register_module("module", module_);
+  if (!options_.comm_hook) options_.comm_hook = allreduce_hook();
+  check_same_on_all_ranks(*group_, describe(*module_, options_, *options_.comm_hook), "DistributedDataParallel");
+  {
+    NoGradGuard no_grad;
+    broadcast_all(*group_, module_->named_parameters());
+    broadcast_all(*group_, module_->named_buffers());
+  }
+  std::vector<std::pair<std::string, Tensor>> trainable;
+  for (const auto& [name, p] : module_->named_parameters()) {
+    if (p.requires_grad()) trainable.emplace_back(name, p);
+  }
+  if (trainable.empty()) {
+    throw ValueError("DistributedDataParallel: the module has no parameter that requires grad; there is nothing "
+                     "to synchronise");
+  }
+  reducer_ = Reducer::create(std::move(trainable), group_, options_);
+}
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module, DDPOptions options)
+    : DistributedDataParallel(std::move(module), default_group_ptr(), std::move(options)) {}
+
+void DistributedDataParallel::broadcast_buffers() {
+  NoGradGuard no_grad;
+  broadcast_all(*group_, module_->named_buffers());
+}
+
+Tensor DistributedDataParallel::forward(const Tensor& input) {
+  if (options_.broadcast_buffers && group_->size() > 1 && is_training()) broadcast_buffers();
+  return module_->forward(input);
+}
+
+void load_model_state(nn::Module& model, nn::StateDict state, bool strict) {
+  const std::string prefix = "module.";
+  bool all_prefixed = !state.empty();
+  for (const auto& [name, t] : state) all_prefixed = all_prefixed && name.rfind(prefix, 0) == 0;
+  if (all_prefixed) {
+    for (auto& [name, t] : state) name = name.substr(prefix.size());
+  }
+  model.load_state_dict(state, strict);
+}
+
+}  // namespace syncgrad::distributed

@@ -1,0 +1,65 @@
+// DistributedDataParallel: wraps a model so that every rank trains its own shard of the data while the
+// gradients are averaged across ranks during backward (bucketed allreduce overlapped with the rest of
+// backward). Construction checks that all ranks hold the same parameters and copies rank 0's parameters and
+// buffers to every rank. Use module() to reach (and save) the wrapped model: its state has no "module."
+// prefix; load_model_state() also accepts state saved with one.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/init.h"
+#include "distributed/reducer.h"
+#include "nn/module.h"
+
+namespace syncgrad::distributed {
+
+class DistributedDataParallel : public nn::Module {
+ public:
+  DistributedDataParallel(std::shared_ptr<nn::Module> module, std::shared_ptr<ProcessGroup> group,
+                          DDPOptions options = {});
+  // On the default group (init_process_group()).
+  explicit DistributedDataParallel(std::shared_ptr<nn::Module> module, DDPOptions options = {});
+
+  // Broadcasts rank 0's buffers first when broadcast_buffers (and training), then runs the model.
+  Tensor forward(const Tensor& input) override;
+
+  const std::shared_ptr<nn::Module>& module() const { return module_; }
+  ProcessGroup& process_group() const { return *group_; }
+
+  // While the guard lives, backward only accumulates local gradients; the next backward outside it
+  // reduces the accumulated sum once.
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(Reducer& reducer) : reducer_(&reducer), previous_(reducer.sync()) { reducer.set_sync(false); }
+    ~NoSyncGuard() { reducer_->set_sync(previous_); }
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+   private:
+    Reducer* reducer_;
+    bool previous_;
+  };
+  [[nodiscard]] NoSyncGuard no_sync() { return NoSyncGuard(*reducer_); }
+
+  void register_comm_hook(std::shared_ptr<CommHook> hook) { reducer_->set_comm_hook(std::move(hook)); }
+  const DDPStats& last_stats() const { return reducer_->last_stats(); }
+  std::vector<std::vector<std::string>> bucket_names() const { return reducer_->bucket_names(); }
+  // Synchronised backward passes so far (no_sync backwards do not count).
+  int64_t synced_steps() const { return reducer_->iteration(); }
+  // Copies rank 0's buffers to every rank now (forward does it when broadcast_buffers).
+  void broadcast_buffers();
+
+ private:
+  std::shared_ptr<nn::Module> module_;
+  std::shared_ptr<ProcessGroup> group_;
+  DDPOptions options_;
+  std::shared_ptr<Reducer> reducer_;
+};
+
+// Loads `state` into `model`, first removing a "module." prefix that every key carries (state saved from a
+// DistributedDataParallel wrapper rather than from its module()).
+void load_model_state(nn::Module& model, nn::StateDict state, bool strict = true);
+
+}  // namespace syncgrad::distributed

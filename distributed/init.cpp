@@ -1,0 +1,177 @@
+// init_process_group / destroy_process_group: parse the init method, meet the other ranks through a store
+// (TCPStore served by rank 0 or the launcher, FileStore, or an in-process HashStore for world size 1),
+// check that ranks agree on the world size and that no rank appears twice, then build the backend's group.
+#include "distributed/init.h"
+
+#include <mutex>
+
+#include "distributed/errors.h"
+#include "distributed/file_store.h"
+#include "distributed/hash_store.h"
+#include "distributed/launch_env.h"
+#include "distributed/route_address.h"
+#include "distributed/tcp_store.h"
+
+namespace syncgrad::distributed {
+
+namespace {
+
+struct DefaultGroup {
+  std::mutex mutex;
+  std::shared_ptr<ProcessGroup> group;
+  std::shared_ptr<Store> store;
+  int generation = 0;  // how many groups this process has initialised: each gets a fresh store namespace
+};
+
+DefaultGroup& state() {
+  static DefaultGroup instance;
+  return instance;
+}
+
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+};
+
+Endpoint parse_tcp(const std::string& init_method) {
+  const std::string rest = init_method.substr(6);
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    throw ValueError("init_method " + init_method + " is not tcp://HOST:PORT");
+  }
+  Endpoint e;
+  e.host = rest.substr(0, colon);
+  int port = 0;
+  try {
+    size_t used = 0;
+    port = std::stoi(rest.substr(colon + 1), &used);
+    if (used != rest.size() - colon - 1) port = 0;
+  } catch (const std::exception&) {
+    port = 0;
+  }
+  if (port < 1 || port > 65535) {
+    throw ValueError("init_method " + init_method + ": port must be a number in 1..65535");
+  }
+  e.port = static_cast<uint16_t>(port);
+  return e;
+}
+
+// Every rank claims its number once per generation; a second claim means two processes got the same RANK.
+void check_rank_unique_and_world_agreed(Store& store, int rank, int world_size) {
+  if (store.add("rank_claims/" + std::to_string(rank), 1) > 1) {
+    throw RendezvousError("rank " + std::to_string(rank) +
+                          " joined twice: two processes were started with RANK=" + std::to_string(rank) +
+                          "; give every process its own RANK in 0..WORLD_SIZE-1 (syncgrad-launch does)");
+  }
+  const std::string mine = std::to_string(world_size);
+  const std::string agreed = to_string(store.compare_set("world_size", {}, to_bytes(mine)));
+  if (agreed != mine) {
+    throw RendezvousError("rank " + std::to_string(rank) + " was started with WORLD_SIZE=" + mine +
+                          " but an earlier rank with WORLD_SIZE=" + agreed +
+                          "; start every rank with the same WORLD_SIZE");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
+  DefaultGroup& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.group) {
+    throw DistributedError("init_process_group: the default process group is already initialised; call "
+                           "destroy_process_group() first");
+  }
+  const std::string& method = options.init_method;
+  const bool is_env = method == "env://";
+  const bool is_tcp = method.rfind("tcp://", 0) == 0;
+  const bool is_file = method.rfind("file://", 0) == 0;
+  if (!is_env && !is_tcp && !is_file) {
+    throw ValueError("init_method \"" + method + "\" is not one of env://, tcp://HOST:PORT, file:///PATH");
+  }
+  const LaunchEnv env = read_launch_env(false);
+  const int world_size = options.world_size >= 0 ? options.world_size : env.world_size;
+  const int rank = options.rank >= 0 ? options.rank : env.rank;
+  if (world_size < 1 || rank < 0 || rank >= world_size) {
+    throw RendezvousError("init_process_group: rank " + std::to_string(rank) + " is outside world size " +
+                          std::to_string(world_size) + "; ranks are 0..WORLD_SIZE-1");
+  }
+  ProcessGroupOptions group_options = options.group;
+  if (group_options.device_index < 0) group_options.device_index = env.local_rank;
+
+  std::shared_ptr<Store> store;
+  if (world_size == 1) {
+    store = std::make_shared<HashStore>(options.store_timeout);
+  } else if (is_file) {
+    store = std::make_shared<FileStore>(method.substr(7), world_size, options.store_timeout);
+  } else {
+    Endpoint master;
+    if (is_tcp) {
+      master = parse_tcp(method);
+    } else {
+      const LaunchEnv full = read_launch_env(true);
+      master = {full.master_addr, full.master_port};
+    }
+    TCPStoreOptions store_options;
+    store_options.is_server = rank == 0 && !env.store_served;
+    store_options.timeout = options.store_timeout;
+    store_options.token = env.store_token;
+    store = std::make_shared<TCPStore>(master.host, master.port, store_options);
+    if (group_options.bind_address.empty()) {
+      group_options.bind_address = local_address_towards(master.host, master.port);
+    }
+  }
+  auto scoped = std::make_shared<PrefixStore>("default_pg/" + std::to_string(s.generation), store);
+  check_rank_unique_and_world_agreed(*scoped, rank, world_size);
+  auto group = make_process_group(options.backend, std::make_shared<PrefixStore>(options.backend, scoped), rank,
+                                  world_size, group_options);
+  ++s.generation;
+  s.group = group;
+  s.store = scoped;
+  return group;
+}
+
+void destroy_process_group() {
+  DefaultGroup& s = state();
+  std::lock_guard lock(s.mutex);
+  s.group.reset();
+  s.store.reset();
+}
+
+bool is_initialized() {
+  DefaultGroup& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.group != nullptr;
+}
+
+std::shared_ptr<ProcessGroup> default_group_ptr() {
+  DefaultGroup& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.group) {
+    throw DistributedError("no default process group: call init_process_group() first (syncgrad-launch sets "
+                           "the environment it reads)");
+  }
+  return s.group;
+}
+
+ProcessGroup& default_group() { return *default_group_ptr(); }
+
+int get_rank() {
+  DefaultGroup& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.group ? s.group->rank() : 0;
+}
+
+int get_world_size() {
+  DefaultGroup& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.group ? s.group->size() : 1;
+}
+
+std::shared_ptr<Store> default_store() {
+  DefaultGroup& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.store) throw DistributedError("no default process group: call init_process_group() first");
+  return s.store;
+}
+
+}  // namespace syncgrad::distributed

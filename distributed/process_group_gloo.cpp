@@ -1,0 +1,434 @@
+// ProcessGroupGloo: rendezvous over a syncgrad Store, a background worker thread that runs the collectives
+// in call order through Gloo's options API (one tag per collective), and errors that name the peer rank.
+#include "distributed/process_group_gloo.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "distributed/errors.h"
+#include "distributed/gloo_reduce.h"
+#include "distributed/gloo_store.h"
+#include "tensor/ops/views.h"
+
+namespace syncgrad::distributed {
+
+namespace {
+
+struct Task {
+  std::shared_ptr<Work> work;
+  std::function<void(uint32_t tag)> body;
+  uint32_t tag = 0;
+};
+
+}  // namespace
+
+struct ProcessGroupGloo::Shared {
+  int rank = 0;
+  int size = 1;
+  std::chrono::milliseconds timeout{0};
+  std::shared_ptr<gloo::Context> context;  // null for world size 1
+  std::vector<std::string> peer_addresses;  // rank -> "[ip]:port" of its Gloo listener
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<Task> queue;
+  bool stopping = false;
+  bool running = false;
+  std::exception_ptr broken;  // the first failure; later collectives fail with it
+  std::string broken_message;
+  uint64_t next_seq = 0;
+
+  // Closes every connection so that a collective blocked in Gloo returns with an error.
+  void abort() {
+    std::shared_ptr<gloo::Context> ctx;
+    {
+      std::lock_guard lock(mutex);
+      ctx = context;
+    }
+    if (!ctx) return;
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer != rank) ctx->getPair(peer)->close();
+    }
+  }
+
+  std::string peers_named_in(const std::string& text) const {
+    std::string ranks;
+    for (int r = 0; r < size; ++r) {
+      if (r != rank && !peer_addresses[r].empty() && text.find(peer_addresses[r]) != std::string::npos) {
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      }
+    }
+    if (ranks.empty() && size == 2) ranks = std::to_string(1 - rank);
+    return ranks;
+  }
+
+  // A Gloo failure as a syncgrad error naming this rank, the collective and the peer.
+  std::exception_ptr translate(const std::string& description, const std::string& what) const {
+    const std::string peers = peers_named_in(what);
+    const std::string who = peers.empty() ? "a peer rank" : "rank " + peers;
+    const std::string head = "rank " + std::to_string(rank) + ": " + description + " failed: ";
+    if (what.find("Timed out") != std::string::npos || what.find("timed out") != std::string::npos) {
+      return std::make_exception_ptr(TimeoutError(
+          head + "timed out after " + std::to_string(timeout.count()) + " ms waiting for " + who +
+          " (it is stuck, dead, or calling a different collective; every rank must call the same collectives "
+          "in the same order) [gloo: " + what + "]"));
+    }
+    return std::make_exception_ptr(PeerError(head + "lost the connection to " + who +
+                                             " (it exited or crashed: its own output says why) [gloo: " + what +
+                                             "]"));
+  }
+
+  void run_one(Task& task) {
+    std::exception_ptr earlier;
+    std::string earlier_message;
+    {
+      std::lock_guard lock(mutex);
+      earlier = broken;
+      earlier_message = broken_message;
+    }
+    if (earlier) {
+      task.work->finish(std::make_exception_ptr(PeerError(
+          "rank " + std::to_string(rank) + ": " + task.work->description() +
+          " was not run: the process group failed earlier (" + earlier_message + ")")));
+      return;
+    }
+    std::exception_ptr error;
+    std::string message;
+    task.work->mark_started();
+    try {
+      task.body(task.tag);
+    } catch (const syncgrad::Error& e) {
+      error = std::current_exception();
+      message = e.what();
+    } catch (const std::exception& e) {
+      error = translate(task.work->description(), e.what());
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& translated) {
+        message = translated.what();
+      }
+    }
+    if (error) {
+      std::lock_guard lock(mutex);
+      if (!broken) {
+        broken = error;
+        broken_message = message;
+      }
+    }
+    task.work->finish(error);
+  }
+
+  static void worker_loop(std::shared_ptr<Shared> self) {
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock lock(self->mutex);
+        self->wake.wait(lock, [&] { return self->stopping || !self->queue.empty(); });
+        if (self->stopping) break;
+        task = std::move(self->queue.front());
+        self->queue.pop_front();
+        self->running = true;
+      }
+      self->run_one(task);
+      std::lock_guard lock(self->mutex);
+      self->running = false;
+    }
+    std::deque<Task> left;
+    {
+      std::lock_guard lock(self->mutex);
+      left.swap(self->queue);
+    }
+    for (Task& task : left) {
+      task.work->finish(std::make_exception_ptr(DistributedError(
+          task.work->description() + " was not run: its process group was destroyed first")));
+    }
+  }
+};
+
+namespace {
+
+// A Work whose timeout aborts the group's connections. Its default wait is a little longer than the
+// collective's own timeout inside Gloo, so that Gloo's error (which names the peer) usually comes first.
+class GlooWork : public Work {
+ public:
+  GlooWork(std::string description, std::chrono::milliseconds timeout,
+           std::shared_ptr<ProcessGroupGloo::Shared> shared)
+      : Work(std::move(description), timeout + std::chrono::milliseconds{2000}), shared_(std::move(shared)) {}
+
+ protected:
+  void on_timeout() override { shared_->abort(); }
+
+ private:
+  std::shared_ptr<ProcessGroupGloo::Shared> shared_;
+};
+
+std::shared_ptr<gloo::transport::Device> make_device(const ProcessGroupOptions& options, int rank) {
+  gloo::transport::tcp::attr attr;
+  const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
+  if (iface != nullptr && *iface != '\0') {
+    attr.iface = iface;
+  } else {
+    attr.hostname = options.bind_address.empty() ? "127.0.0.1" : options.bind_address;
+  }
+  try {
+    return gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    const std::string where = attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface;
+    throw RendezvousError("rank " + std::to_string(rank) + ": Gloo cannot use " + where + " (" + e.what() +
+                          "); set GLOO_SOCKET_IFNAME to the network interface that reaches the other ranks");
+  }
+}
+
+// The "[ip]:port" part of a Gloo device description (which may carry more after it).
+std::string listener_address(const std::string& device_text) {
+  const size_t close = device_text.find(']');
+  if (close == std::string::npos) return device_text;
+  size_t end = close + 1;
+  if (end < device_text.size() && device_text[end] == ':') {
+    ++end;
+    while (end < device_text.size() && std::isdigit(static_cast<unsigned char>(device_text[end]))) ++end;
+  }
+  return device_text.substr(device_text.find('['), end - device_text.find('['));
+}
+
+void check_cpu_contiguous(const Tensor& t, const char* collective, const char* what) {
+  if (!t.defined()) throw ValueError(std::string(collective) + ": " + what + " is an undefined tensor");
+  if (t.device().type != DeviceType::kCPU) {
+    throw DeviceError(std::string(collective) + ": the gloo backend handles CPU tensors, but " + what + " is on " +
+                      t.device().str() + "; use backend \"nccl\" for CUDA tensors or copy it to the CPU");
+  }
+  if (!t.is_contiguous()) {
+    throw ValueError(std::string(collective) + ": " + what +
+                     " is not contiguous; pass tensor.contiguous() (collectives work in place on dense memory)");
+  }
+}
+
+void check_like(const Tensor& t, const Tensor& like, const char* collective, const std::string& what) {
+  check_cpu_contiguous(t, collective, what.c_str());
+  if (t.sizes() != like.sizes() || t.dtype() != like.dtype()) {
+    throw ShapeError(std::string(collective) + ": " + what + " is " + shape_str(t.sizes()) + " " +
+                     dtype_name(t.dtype()) + " but must match " + shape_str(like.sizes()) + " " +
+                     dtype_name(like.dtype()));
+  }
+}
+
+std::string describe(const char* collective, uint64_t seq, const Tensor& t, const std::string& extra = "") {
+  return std::string(collective) + " #" + std::to_string(seq) + " (" + (extra.empty() ? "" : extra + ", ") +
+         dtype_name(t.dtype()) + ", " + std::to_string(t.numel()) + " elements)";
+}
+
+// Gloo sizes its buffers by sizeof(T); only the element width matters to it.
+template <class F>
+void with_element_width(size_t width, F&& f) {
+  switch (width) {
+    case 1: f(static_cast<uint8_t*>(nullptr)); return;
+    case 2: f(static_cast<uint16_t*>(nullptr)); return;
+    case 4: f(static_cast<uint32_t*>(nullptr)); return;
+    case 8: f(static_cast<uint64_t*>(nullptr)); return;
+  }
+  throw DTypeError("gloo: unsupported element width " + std::to_string(width));
+}
+
+void run_allreduce(const std::shared_ptr<gloo::Context>& context, void* data, size_t n, size_t width,
+                   ReduceKernel kernel, uint32_t tag, std::chrono::milliseconds timeout) {
+  gloo::AllreduceOptions opts(context);
+  with_element_width(width, [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    opts.setOutput(static_cast<T*>(data), n);
+  });
+  opts.setReduceFunction(kernel);
+  opts.setTag(tag);
+  opts.setTimeout(timeout);
+  gloo::allreduce(opts);
+}
+
+}  // namespace
+
+ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size,
+                                   const ProcessGroupOptions& options)
+    : ProcessGroup(rank, size, options), shared_(std::make_shared<Shared>()) {
+  shared_->rank = rank;
+  shared_->size = size;
+  shared_->timeout = options.timeout;
+  shared_->peer_addresses.resize(size);
+  if (size > 1) {
+    auto device = make_device(options, rank);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(options.timeout);
+    GlooStore gloo_store(store, size);
+    try {
+      context->connectFullMesh(gloo_store, device);
+    } catch (const syncgrad::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw RendezvousError("rank " + std::to_string(rank) + ": Gloo could not connect to the other " +
+                            std::to_string(size - 1) + " rank(s) (" + e.what() +
+                            "); check that every rank can reach the others' addresses (GLOO_SOCKET_IFNAME picks "
+                            "the interface)");
+    }
+    store->set("gloo_address/" + std::to_string(rank), listener_address(device->str()));
+    for (int r = 0; r < size; ++r) {
+      if (r != rank) shared_->peer_addresses[r] = store->get_string("gloo_address/" + std::to_string(r));
+    }
+    shared_->context = context;
+  }
+  std::thread(&Shared::worker_loop, shared_).detach();
+}
+
+ProcessGroupGloo::~ProcessGroupGloo() {
+  bool busy;
+  {
+    std::lock_guard lock(shared_->mutex);
+    busy = shared_->running;
+    shared_->stopping = true;
+  }
+  shared_->wake.notify_all();
+  // A collective still blocked in Gloo (a peer is gone) is woken by closing the connections; the detached
+  // worker owns what it uses, so it can finish after this object is gone.
+  if (busy) shared_->abort();
+}
+
+namespace {
+
+// Numbers the collective and queues it; numbering and queueing happen under one lock so the tag order is
+// the execution order even when several threads issue collectives.
+std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupGloo::Shared>& shared,
+                              const std::function<std::string(uint64_t seq)>& describe_seq,
+                              std::function<void(uint32_t)> body) {
+  std::shared_ptr<Work> work;
+  {
+    std::lock_guard lock(shared->mutex);
+    const uint64_t seq = shared->next_seq;
+    const std::string description = describe_seq(seq);
+    if (shared->stopping) throw DistributedError(description + ": the process group is being destroyed");
+    ++shared->next_seq;
+    work = std::make_shared<GlooWork>(description, shared->timeout, shared);
+    shared->queue.push_back(Task{work, std::move(body), static_cast<uint32_t>(seq)});
+  }
+  shared->wake.notify_one();
+  return work;
+}
+
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroupGloo::allreduce(const Tensor& tensor, ReduceOp op) {
+  check_cpu_contiguous(tensor, "allreduce", "the tensor");
+  const ReduceKernel kernel = reduce_kernel(tensor.dtype(), op, "allreduce");
+  auto shared = shared_;
+  return enqueue(shared_, [&](uint64_t seq) { return describe("allreduce", seq, tensor, reduce_op_name(op)); }, [=](uint32_t tag) {
+    if (shared->context) {
+      run_allreduce(shared->context, tensor.data_ptr(), tensor.numel(), tensor.element_size(), kernel, tag,
+                    shared->timeout);
+    }
+    if (op == ReduceOp::kAvg) divide_in_place(tensor.data_ptr(), tensor.dtype(), tensor.numel(), shared->size);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root) {
+  check_cpu_contiguous(tensor, "broadcast", "the tensor");
+  if (root < 0 || root >= size()) {
+    throw ValueError("broadcast: root " + std::to_string(root) + " is outside 0.." + std::to_string(size() - 1));
+  }
+  auto shared = shared_;
+  return enqueue(shared_, [&](uint64_t seq) { return describe("broadcast", seq, tensor, "root " + std::to_string(root)); }, [=](uint32_t tag) {
+    if (!shared->context) return;
+    gloo::BroadcastOptions opts(shared->context);
+    with_element_width(tensor.element_size(), [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      opts.setOutput(static_cast<T*>(tensor.data_ptr()), tensor.numel());
+    });
+    opts.setRoot(root);
+    opts.setTag(tag);
+    opts.setTimeout(shared->timeout);
+    gloo::broadcast(opts);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
+  check_cpu_contiguous(input, "allgather", "the input");
+  if (static_cast<int>(outputs.size()) != size()) {
+    throw ValueError("allgather: got " + std::to_string(outputs.size()) + " output tensors for world size " +
+                     std::to_string(size()) + "; pass one output per rank");
+  }
+  for (size_t r = 0; r < outputs.size(); ++r) check_like(outputs[r], input, "allgather", "output " + std::to_string(r));
+  auto shared = shared_;
+  return enqueue(shared_, [&](uint64_t seq) { return describe("allgather", seq, input); }, [=](uint32_t tag) {
+    const size_t bytes = input.nbytes();
+    if (!shared->context) {
+      std::memcpy(outputs[0].data_ptr(), input.data_ptr(), bytes);
+      return;
+    }
+    std::vector<uint8_t> gathered(bytes * shared->size);
+    gloo::AllgatherOptions opts(shared->context);
+    with_element_width(input.element_size(), [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      opts.setInput(static_cast<T*>(input.data_ptr()), input.numel());
+      opts.setOutput(reinterpret_cast<T*>(gathered.data()), input.numel() * shared->size);
+    });
+    opts.setTag(tag);
+    opts.setTimeout(shared->timeout);
+    gloo::allgather(opts);
+    for (int r = 0; r < shared->size; ++r) std::memcpy(outputs[r].data_ptr(), gathered.data() + r * bytes, bytes);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                                                       ReduceOp op) {
+  check_cpu_contiguous(output, "reduce_scatter", "the output");
+  if (static_cast<int>(inputs.size()) != size()) {
+    throw ValueError("reduce_scatter: got " + std::to_string(inputs.size()) + " input tensors for world size " +
+                     std::to_string(size()) + "; pass one input per rank");
+  }
+  for (size_t r = 0; r < inputs.size(); ++r) check_like(inputs[r], output, "reduce_scatter", "input " + std::to_string(r));
+  const ReduceKernel kernel = reduce_kernel(output.dtype(), op, "reduce_scatter");
+  auto shared = shared_;
+  // Gloo has no reduce-scatter in its options API: allreduce the concatenated inputs, keep this rank's part.
+  return enqueue(shared_, [&](uint64_t seq) { return describe("reduce_scatter", seq, output, reduce_op_name(op)); }, [=](uint32_t tag) {
+    const size_t bytes = output.nbytes();
+    std::vector<uint8_t> all(bytes * shared->size);
+    for (int r = 0; r < shared->size; ++r) std::memcpy(all.data() + r * bytes, inputs[r].data_ptr(), bytes);
+    if (shared->context) {
+      run_allreduce(shared->context, all.data(), output.numel() * shared->size, output.element_size(), kernel, tag,
+                    shared->timeout);
+    }
+    std::memcpy(output.data_ptr(), all.data() + shared->rank * bytes, bytes);
+    if (op == ReduceOp::kAvg) divide_in_place(output.data_ptr(), output.dtype(), output.numel(), shared->size);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::barrier() {
+  auto shared = shared_;
+  return enqueue(shared_, [](uint64_t seq) { return "barrier #" + std::to_string(seq); }, [=](uint32_t tag) {
+    if (!shared->context) return;
+    gloo::BarrierOptions opts(shared->context);
+    opts.setTag(tag);
+    opts.setTimeout(shared->timeout);
+    gloo::barrier(opts);
+  });
+}
+
+namespace {
+
+const bool registered = [] {
+  register_process_group_backend("gloo", [](std::shared_ptr<Store> store, int rank, int size,
+                                            const ProcessGroupOptions& options) -> std::shared_ptr<ProcessGroup> {
+    return std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, options);
+  });
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace syncgrad::distributed

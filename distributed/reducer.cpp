@@ -1,0 +1,238 @@
+// Reducer: bucket construction, the per-parameter ready hook, in-order bucket launches, the end-of-backward
+// wait and write-back, unused-parameter handling and the one-time rebuild in gradient-ready order.
+#include "distributed/reducer.h"
+
+#include <chrono>
+#include <numeric>
+
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "distributed/bucket_plan.h"
+#include "distributed/errors.h"
+#include "tensor/ops/copy.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/factories.h"
+#include "tensor/ops/views.h"
+
+namespace syncgrad::distributed {
+
+std::shared_ptr<Reducer> Reducer::create(std::vector<std::pair<std::string, Tensor>> params,
+                                         std::shared_ptr<ProcessGroup> group, DDPOptions options) {
+  auto reducer = std::make_shared<Reducer>(std::move(params), std::move(group), std::move(options));
+  std::weak_ptr<Reducer> weak = reducer;
+  for (size_t i = 0; i < reducer->params_.size(); ++i) {
+    reducer->params_[i].second.register_post_accumulate_grad_hook([weak, i](const Tensor&) {
+      if (auto self = weak.lock()) self->on_gradient_ready(i);
+    });
+  }
+  return reducer;
+}
+
+Reducer::Reducer(std::vector<std::pair<std::string, Tensor>> params, std::shared_ptr<ProcessGroup> group,
+                 DDPOptions options)
+    : params_(std::move(params)), group_(std::move(group)), options_(std::move(options)) {
+  hook_ = options_.comm_hook ? options_.comm_hook : allreduce_hook();
+  std::vector<size_t> reverse(params_.size());
+  std::iota(reverse.rbegin(), reverse.rend(), 0);
+  build_buckets(reverse);
+}
+
+void Reducer::set_comm_hook(std::shared_ptr<CommHook> hook) {
+  if (in_backward_) throw DistributedError("DistributedDataParallel: cannot change the comm hook during backward");
+  hook_ = hook ? std::move(hook) : allreduce_hook();
+}
+
+void Reducer::build_buckets(const std::vector<size_t>& order) {
+  std::vector<ParamInfo> info;
+  for (const auto& [name, p] : params_) info.push_back({p.numel(), p.dtype(), p.device()});
+  const auto mib = [](double mb) { return static_cast<size_t>(mb * 1024 * 1024); };
+  const auto plan = plan_buckets(info, order, mib(options_.first_bucket_mb), mib(options_.bucket_cap_mb));
+  buckets_.clear();
+  bucket_of_.assign(params_.size(), 0);
+  slot_of_.assign(params_.size(), 0);
+  for (size_t b = 0; b < plan.size(); ++b) {
+    Bucket bucket;
+    bucket.params = plan[b];
+    int64_t total = 0;
+    for (size_t index : plan[b]) total += params_[index].second.numel();
+    const Tensor& first = params_[plan[b].front()].second;
+    bucket.grad.index = b;
+    bucket.grad.buffer = zeros({total}, TensorOptions{first.dtype(), first.device()});
+    int64_t offset = 0;
+    for (size_t slot = 0; slot < plan[b].size(); ++slot) {
+      const Tensor& p = params_[plan[b][slot]].second;
+      bucket.grad.gradients.push_back(raw::view(raw::narrow(bucket.grad.buffer, 0, offset, p.numel()), p.sizes()));
+      bucket_of_[plan[b][slot]] = b;
+      slot_of_[plan[b][slot]] = slot;
+      offset += p.numel();
+    }
+    buckets_.push_back(std::move(bucket));
+  }
+}
+
+std::vector<std::vector<std::string>> Reducer::bucket_names() const {
+  std::vector<std::vector<std::string>> names;
+  for (const Bucket& bucket : buckets_) {
+    names.emplace_back();
+    for (size_t index : bucket.params) names.back().push_back(params_[index].first);
+  }
+  return names;
+}
+
+void Reducer::on_gradient_ready(size_t index) {
+  if (!sync_) return;
+  if (!in_backward_) begin_backward();
+  if (ready_[index]) {
+    throw AutogradError("DistributedDataParallel: parameter " + params_[index].first +
+                        " got its gradient twice in one backward (a backward over a graph that uses it in two "
+                        "separately differentiated parts?); run one backward per synchronised step");
+  }
+  mark_ready(index, true);
+}
+
+void Reducer::begin_backward() {
+  in_backward_ = true;
+  ready_.assign(params_.size(), 0);
+  used_.assign(params_.size(), 0);
+  next_launch_ = 0;
+  for (Bucket& bucket : buckets_) {
+    bucket.pending = bucket.params.size();
+    bucket.work.reset();
+  }
+  std::weak_ptr<Reducer> weak = weak_from_this();
+  autograd::queue_callback([weak] {
+    if (auto self = weak.lock()) self->finish_backward();
+  });
+  if (options_.find_unused_parameters) {
+    // Parameters this backward cannot reach contribute zeros at once, so their buckets are not held up.
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (!autograd::is_reachable(params_[i].second)) mark_ready(i, false);
+    }
+  }
+}
+
+void Reducer::mark_ready(size_t index, bool used) {
+  NoGradGuard no_grad;
+  Bucket& bucket = buckets_[bucket_of_[index]];
+  const Tensor& view = bucket.grad.gradients[slot_of_[index]];
+  if (used) {
+    const Tensor grad = params_[index].second.grad();
+    if (grad.data_ptr() != view.data_ptr()) raw::copy_(view, grad);
+    raw::mul_(view, Scalar(1.0 / group_->size()));
+  } else {
+    raw::fill_(view, Scalar(0.0));
+  }
+  ready_[index] = 1;
+  used_[index] = used ? 1 : 0;
+  if (iteration_ == 0) ready_order_.push_back(index);
+  if (--bucket.pending == 0) launch_full_buckets();
+}
+
+void Reducer::launch_full_buckets() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
+    Bucket& bucket = buckets_[next_launch_];
+    bucket.grad.iteration = iteration_;
+    bucket.work = hook_->launch(*group_, bucket.grad);
+    ++next_launch_;
+  }
+}
+
+void Reducer::finish_backward() {
+  // Parameters that never got a gradient still send zeros, so no other rank waits for a bucket forever.
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!ready_[i]) {
+      missing.push_back(params_[i].first);
+      mark_ready(i, false);
+    }
+  }
+  in_backward_ = false;
+  Tensor used_map;
+  std::shared_ptr<Work> used_work;
+  if (options_.find_unused_parameters) {
+    used_map = empty({static_cast<int64_t>(params_.size())}, TensorOptions{DType::i32});
+    auto* flags = used_map.data_ptr<int32_t>();
+    for (size_t i = 0; i < params_.size(); ++i) flags[i] = used_[i];
+    used_work = group_->allreduce(used_map, ReduceOp::kMax);
+  }
+  stats_ = DDPStats{};
+  const auto wait_start = std::chrono::steady_clock::now();
+  for (Bucket& bucket : buckets_) bucket.work->wait();
+  if (used_work) used_work->wait();
+  stats_.exposed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+  for (Bucket& bucket : buckets_) {
+    hook_->finish(*group_, bucket.grad);
+    stats_.comm_seconds += bucket.work->busy_seconds();
+    stats_.bytes += bucket.grad.buffer.nbytes();
+  }
+  stats_.buckets = buckets_.size();
+
+  std::vector<char> globally_used(params_.size(), 1);
+  if (used_work) {
+    const auto* flags = used_map.data_ptr<int32_t>();
+    for (size_t i = 0; i < params_.size(); ++i) globally_used[i] = flags[i] != 0;
+  }
+  write_back(globally_used);
+  ++iteration_;
+  if (!rebuilt_) rebuild_in_ready_order();
+
+  if (!missing.empty() && !options_.find_unused_parameters) {
+    std::string names;
+    for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
+    throw DistributedError(
+        "DistributedDataParallel (rank " + std::to_string(group_->rank()) + ", iteration " +
+        std::to_string(iteration_ - 1) + "): parameter(s) " + names +
+        " received no gradient in this backward. Either make every parameter take part in the loss, or construct "
+        "DistributedDataParallel with find_unused_parameters = true (syncgrad-train: --find-unused-parameters)");
+  }
+}
+
+void Reducer::write_back(const std::vector<char>& globally_used) {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& param = params_[i].second;
+    const Tensor grad = param.grad();
+    if (!globally_used[i]) continue;  // no rank used it: its gradient stays as it was (undefined after zero_grad)
+    const Tensor& view = buckets_[bucket_of_[i]].grad.gradients[slot_of_[i]];
+    if (options_.gradient_as_bucket_view) {
+      if (grad.data_ptr() != view.data_ptr()) param.set_grad(view);
+    } else if (grad.defined()) {
+      raw::copy_(grad, view);
+    } else {
+      param.set_grad(raw::clone(view));
+    }
+  }
+}
+
+void Reducer::rebuild_in_ready_order() {
+  rebuilt_ = true;
+  if (group_->size() == 1 || buckets_.size() <= 1) return;
+  // Rank 0's order, complete (parameters it never saw ready go last, in reverse registration order).
+  std::vector<char> seen(params_.size(), 0);
+  std::vector<size_t> order;
+  for (size_t index : ready_order_) {
+    if (!seen[index]) order.push_back(index);
+    seen[index] = 1;
+  }
+  for (size_t i = params_.size(); i-- > 0;) {
+    if (!seen[i]) order.push_back(i);
+  }
+  Tensor shared = empty({static_cast<int64_t>(order.size())}, TensorOptions{DType::i64});
+  for (size_t i = 0; i < order.size(); ++i) shared.data_ptr<int64_t>()[i] = static_cast<int64_t>(order[i]);
+  group_->broadcast(shared, 0)->wait();
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<size_t>(shared.data_ptr<int64_t>()[i]);
+  std::vector<Tensor> old_views(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) old_views[i] = buckets_[bucket_of_[i]].grad.gradients[slot_of_[i]];
+  build_buckets(order);
+  if (!options_.gradient_as_bucket_view) return;
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor grad = params_[i].second.grad();
+    if (!grad.defined() || grad.data_ptr() != old_views[i].data_ptr()) continue;
+    const Tensor& view = buckets_[bucket_of_[i]].grad.gradients[slot_of_[i]];
+    raw::copy_(view, grad);
+    params_[i].second.set_grad(view);
+  }
+}
+
+}  // namespace syncgrad::distributed

@@ -1,0 +1,92 @@
+// Reducer: DistributedDataParallel's gradient synchronisation. It owns the buckets (flat gradient buffers),
+// copies each parameter's gradient into its bucket from the parameter's post-accumulate hook (divided by the
+// world size), launches a bucket's reduction the moment it is full -- always in bucket order, the same on
+// every rank -- and, from an end-of-backward callback, waits for all of them and writes the averaged
+// gradients back. After the first iteration it rebuilds the buckets in the order gradients became ready
+// (rank 0's order, broadcast to all).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distributed/comm_hook.h"
+#include "distributed/process_group.h"
+#include "tensor/tensor.h"
+
+namespace syncgrad::distributed {
+
+struct DDPOptions {
+  double bucket_cap_mb = 25;
+  double first_bucket_mb = 1;
+  bool broadcast_buffers = true;
+  bool gradient_as_bucket_view = false;
+  bool find_unused_parameters = false;
+  std::shared_ptr<CommHook> comm_hook;  // null: allreduce_hook()
+};
+
+// Timing of the last synchronised backward.
+struct DDPStats {
+  double comm_seconds = 0;     // sum over buckets of the time their reduction ran
+  double exposed_seconds = 0;  // time the end of backward waited for reductions still running
+  size_t buckets = 0;
+  size_t bytes = 0;            // gradient bytes reduced
+};
+
+class Reducer : public std::enable_shared_from_this<Reducer> {
+ public:
+  // Use create(): the parameters' hooks hold a weak reference to the reducer.
+  static std::shared_ptr<Reducer> create(std::vector<std::pair<std::string, Tensor>> params,
+                                         std::shared_ptr<ProcessGroup> group, DDPOptions options);
+
+  void set_sync(bool on) { sync_ = on; }
+  bool sync() const { return sync_; }
+  void set_comm_hook(std::shared_ptr<CommHook> hook);
+  const std::shared_ptr<CommHook>& comm_hook() const { return hook_; }
+  const DDPStats& last_stats() const { return stats_; }
+  int64_t iteration() const { return iteration_; }
+  // Parameter names per bucket, in launch order.
+  std::vector<std::vector<std::string>> bucket_names() const;
+
+  Reducer(std::vector<std::pair<std::string, Tensor>> params, std::shared_ptr<ProcessGroup> group,
+          DDPOptions options);
+
+ private:
+  struct Bucket {
+    GradBucket grad;
+    std::vector<size_t> params;
+    size_t pending = 0;
+    std::shared_ptr<Work> work;
+  };
+
+  void build_buckets(const std::vector<size_t>& order);
+  void on_gradient_ready(size_t index);
+  void begin_backward();
+  void mark_ready(size_t index, bool used);
+  void launch_full_buckets();
+  void finish_backward();
+  void write_back(const std::vector<char>& globally_used);
+  void rebuild_in_ready_order();
+
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::shared_ptr<ProcessGroup> group_;
+  DDPOptions options_;
+  std::shared_ptr<CommHook> hook_;
+
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;  // parameter -> bucket
+  std::vector<size_t> slot_of_;    // parameter -> position in its bucket
+
+  bool sync_ = true;
+  bool in_backward_ = false;
+  bool rebuilt_ = false;
+  int64_t iteration_ = 0;
+  size_t next_launch_ = 0;
+  std::vector<char> ready_;
+  std::vector<char> used_;
+  std::vector<size_t> ready_order_;
+  DDPStats stats_;
+};
+
+}  // namespace syncgrad::distributed

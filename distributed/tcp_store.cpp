@@ -1,0 +1,294 @@
+// TCPStore, the client side: a small pool of authenticated connections to the store server (one per thread
+// with a request in flight, so a thread parked in get() never blocks another thread's set()), requests and
+// replies with deadlines so a dead or silent server becomes an error instead of a hang. Protocol:
+// tcp_store_protocol.h; the server: tcp_store_server.cpp.
+#include "distributed/tcp_store.h"
+
+#include <initializer_list>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "distributed/errors.h"
+#include "distributed/socket.h"
+#include "distributed/tcp_store_data.h"
+#include "distributed/tcp_store_protocol.h"
+
+namespace syncgrad::distributed {
+
+namespace {
+
+namespace proto = store_protocol;
+using proto::Type;
+
+// How much longer than a get/wait timeout the client waits for the server's own TIMEOUT answer before it
+// declares the server unresponsive.
+constexpr std::chrono::milliseconds kReplyGrace{2000};
+
+const char* const kConnectHint =
+    "is rank 0 (or syncgrad-launch) running and serving the store there, is MASTER_ADDR/MASTER_PORT right, "
+    "and does no firewall block the port?";
+
+struct Reply {
+  Type type;
+  Bytes body;  // after the type byte
+};
+
+std::string millis(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
+
+void check_key(const std::string& key, const char* op) {
+  if (key.size() > kMaxStoreKeyBytes) {
+    throw ValueError("TCPStore." + std::string(op) + ": the key is " + std::to_string(key.size()) +
+                     " bytes long, over the limit of " + std::to_string(kMaxStoreKeyBytes) +
+                     " (kMaxStoreKeyBytes); use shorter keys");
+  }
+}
+
+void check_value(const Bytes& value, const char* op) {
+  if (value.size() > kMaxStoreValueBytes) {
+    throw ValueError("TCPStore." + std::string(op) + ": the value is " + std::to_string(value.size()) +
+                     " bytes, over the limit of " + std::to_string(kMaxStoreValueBytes) +
+                     " (kMaxStoreValueBytes); the store is for small setup data, send tensors with the process "
+                     "group");
+  }
+}
+
+void check_keys(const std::vector<std::string>& keys, const char* op) {
+  if (keys.size() > kMaxStoreKeysPerRequest) {
+    throw ValueError("TCPStore." + std::string(op) + ": " + std::to_string(keys.size()) +
+                     " keys in one request, over the limit of " + std::to_string(kMaxStoreKeysPerRequest) +
+                     " (kMaxStoreKeysPerRequest); split the request");
+  }
+  for (const std::string& k : keys) check_key(k, op);
+}
+
+// Decodes a reply body, turning malformed content into a PeerError.
+template <class Fn>
+auto decode(const Bytes& body, const std::string& where, const std::string& op, Fn&& fn) {
+  proto::Reader reader(body.data(), body.size());
+  try {
+    auto value = fn(reader);
+    reader.finish();
+    return value;
+  } catch (const proto::ProtocolError& e) {
+    throw PeerError("TCPStore." + op + ": malformed reply from the store server at " + where + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+struct TCPStore::Connection {
+  std::string host;
+  uint16_t port = 0;
+  std::string token;
+  std::string where;  // host:port for messages
+  std::mutex mutex;
+  std::vector<net::Fd> idle;
+  std::string lost;  // why the server is known to be gone; later requests fail at once
+
+  // Connects (retrying until the timeout) and presents the token.
+  net::Fd open(std::chrono::milliseconds timeout) const {
+    net::Fd fd = net::connect_with_retry(host, port, timeout, "TCPStore", kConnectHint);
+    const net::Deadline deadline = net::Deadline::after(timeout);
+    const Bytes hello = proto::Writer(Type::kHello).u32(proto::kMagic).u32(proto::kVersion).str(token).finish();
+    Reply r;
+    const std::string failure = exchange(fd, hello, deadline, r);
+    if (failure == "timeout") {
+      throw RendezvousError("TCPStore: connected to " + where + " but got no answer to the handshake within " +
+                            millis(timeout) + "; the port may belong to another service than the store (check "
+                            "MASTER_PORT), or the server is stopped");
+    }
+    if (!failure.empty()) {
+      throw PeerError("TCPStore: the handshake with " + where + " failed: " + failure +
+                      "; is it a syncgrad store server (check MASTER_ADDR/MASTER_PORT)?");
+    }
+    if (r.type == Type::kRejected) {
+      proto::Reader reader(r.body.data(), r.body.size());
+      std::string reason;
+      try {
+        reason = reader.str(proto::kMaxMessageBytes);
+      } catch (const proto::ProtocolError&) {
+        reason = "no reason given";
+      }
+      throw PeerError("TCPStore: the store server at " + where + " rejected this process's token (" + reason +
+                      "); SYNCGRAD_STORE_TOKEN must be the one the launcher set for this job (is another job "
+                      "using the same MASTER_ADDR:MASTER_PORT?)");
+    }
+    bool ok = r.type == Type::kHelloOk;
+    if (ok) {
+      proto::Reader reader(r.body.data(), r.body.size());
+      try {
+        ok = reader.u32() == proto::kMagic && reader.u32() == proto::kVersion;
+        reader.finish();
+      } catch (const proto::ProtocolError&) {
+        ok = false;
+      }
+    }
+    if (!ok) {
+      throw PeerError("TCPStore: " + where + " answered the handshake with " + proto::type_name(uint8_t(r.type)) +
+                      "; it is not a syncgrad store server of this version (check MASTER_ADDR/MASTER_PORT)");
+    }
+    return fd;
+  }
+
+  // Sends a frame and reads one reply. Returns "" on success, "timeout", or the reason the connection broke.
+  std::string exchange(const net::Fd& fd, const Bytes& frame, net::Deadline deadline, Reply& reply) const {
+    auto broken = [](const net::IoResult& io) -> std::string {
+      if (io.status == net::IoStatus::kTimeout) return "timeout";
+      if (io.error == 0) return "the server closed the connection";
+      return "the connection broke (" + net::errno_text(io.error) + ")";
+    };
+    net::IoResult io = net::send_all(fd.get(), frame.data(), frame.size(), deadline);
+    if (io.status != net::IoStatus::kOk) return broken(io);
+    uint8_t head[proto::kHeaderBytes];
+    io = net::recv_exact(fd.get(), head, sizeof head, deadline);
+    if (io.status != net::IoStatus::kOk) return broken(io);
+    const uint32_t n = proto::load_u32(head);
+    const size_t limit = head[4] >= 0x80 ? proto::max_body(head[4]) : 0;
+    if (limit == 0 || n < 1 || n > limit) {
+      return "malformed reply (type " + std::to_string(head[4]) + ", " + std::to_string(n) + " bytes)";
+    }
+    reply.type = static_cast<Type>(head[4]);
+    reply.body.resize(n - 1);
+    io = net::recv_exact(fd.get(), reply.body.data(), reply.body.size(), deadline);
+    if (io.status != net::IoStatus::kOk) return broken(io);
+    return "";
+  }
+
+  // One request/reply on an idle (or new) connection. `expected` lists the reply types that fit the request;
+  // ERROR replies become ValueError.
+  Reply request(const Bytes& frame, const std::string& op, std::chrono::milliseconds connect_timeout,
+                std::chrono::milliseconds reply_timeout, std::initializer_list<Type> expected) {
+    net::Fd fd;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!lost.empty()) {
+        throw PeerError("TCPStore." + op + ": the store server at " + where + " is gone (" + lost +
+                        "); is rank 0 / the launcher still running?");
+      }
+      if (!idle.empty()) {
+        fd = std::move(idle.back());
+        idle.pop_back();
+      }
+    }
+    if (!fd.valid()) fd = open(connect_timeout);
+    Reply r;
+    const std::string failure = exchange(fd, frame, net::Deadline::after(reply_timeout), r);
+    if (failure == "timeout") {
+      throw TimeoutError("TCPStore." + op + ": no reply from the store server at " + where + " within " +
+                         millis(reply_timeout) + "; the server process may be stopped or overloaded");
+    }
+    if (!failure.empty()) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        lost = failure + " during " + op;
+        idle.clear();
+      }
+      throw PeerError("TCPStore." + op + ": the store server at " + where + " failed mid-request: " + failure +
+                      " (did rank 0 / the launcher exit or crash?)");
+    }
+    bool fits = r.type == Type::kError;
+    for (Type t : expected) fits = fits || r.type == t;
+    if (!fits) {
+      throw PeerError("TCPStore." + op + ": the store server at " + where + " answered " +
+                      proto::type_name(uint8_t(r.type)) + ", which does not fit the request");
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      idle.push_back(std::move(fd));
+    }
+    if (r.type == Type::kError) {
+      throw ValueError(decode(r.body, where, op, [](proto::Reader& rd) { return rd.str(proto::kMaxMessageBytes); }));
+    }
+    return r;
+  }
+};
+
+TCPStore::TCPStore(const std::string& host, uint16_t port, TCPStoreOptions options)
+    : Store(options.timeout), host_(host), port_(port) {
+  if (options.is_server) {
+    server_ = std::make_unique<TCPStoreServer>(host, port, options.token);
+    port_ = server_->port();
+  }
+  connection_ = std::make_unique<Connection>();
+  const bool wildcard = host.empty() || host == "*";
+  connection_->host = wildcard ? "127.0.0.1" : host;
+  connection_->port = port_;
+  connection_->token = std::move(options.token);
+  connection_->where = net::host_port(connection_->host, port_);
+  connection_->idle.push_back(connection_->open(options.timeout));
+}
+
+TCPStore::~TCPStore() = default;
+
+uint16_t TCPStore::port() const { return port_; }
+
+const std::string& TCPStore::host() const { return host_; }
+
+void TCPStore::set(const std::string& key, const Bytes& value) {
+  check_key(key, "set");
+  check_value(value, "set");
+  connection_->request(proto::Writer(Type::kSet).str(key).str(value).finish(),
+                       "set(" + store_data::quote_key(key) + ")", timeout(), timeout(), {Type::kOk});
+}
+
+Bytes TCPStore::get(const std::string& key) {
+  check_key(key, "get");
+  const auto t = store_data::clamp_timeout(timeout());
+  const std::string op = "get(" + store_data::quote_key(key) + ")";
+  Reply r = connection_->request(proto::Writer(Type::kGet).str(key).i64(t.count()).finish(), op, t,
+                                 t + kReplyGrace, {Type::kValue, Type::kTimeout});
+  const std::string& where = connection_->where;
+  if (r.type == Type::kTimeout) {
+    auto missing = decode(r.body, where, op, [](proto::Reader& rd) { return rd.keys(); });
+    store_data::throw_timeout("TCPStore(" + where + ")", op, t, missing);
+  }
+  return decode(r.body, where, op, [](proto::Reader& rd) { return rd.bytes(kMaxStoreValueBytes); });
+}
+
+int64_t TCPStore::add(const std::string& key, int64_t delta) {
+  check_key(key, "add");
+  const std::string op = "add(" + store_data::quote_key(key) + ")";
+  Reply r = connection_->request(proto::Writer(Type::kAdd).str(key).i64(delta).finish(), op, timeout(),
+                                 timeout(), {Type::kInt});
+  return decode(r.body, connection_->where, op, [](proto::Reader& rd) { return rd.i64(); });
+}
+
+Bytes TCPStore::compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) {
+  check_key(key, "compare_set");
+  check_value(expected, "compare_set");
+  check_value(desired, "compare_set");
+  const std::string op = "compare_set(" + store_data::quote_key(key) + ")";
+  Reply r = connection_->request(proto::Writer(Type::kCompareSet).str(key).str(expected).str(desired).finish(),
+                                 op, timeout(), timeout(), {Type::kValue});
+  return decode(r.body, connection_->where, op, [](proto::Reader& rd) { return rd.bytes(kMaxStoreValueBytes); });
+}
+
+bool TCPStore::check(const std::vector<std::string>& keys) {
+  check_keys(keys, "check");
+  Reply r = connection_->request(proto::Writer(Type::kCheck).keys(keys).finish(), "check", timeout(), timeout(),
+                                 {Type::kBool});
+  return decode(r.body, connection_->where, "check", [](proto::Reader& rd) { return rd.u8() != 0; });
+}
+
+bool TCPStore::delete_key(const std::string& key) {
+  check_key(key, "delete_key");
+  const std::string op = "delete_key(" + store_data::quote_key(key) + ")";
+  Reply r = connection_->request(proto::Writer(Type::kDelete).str(key).finish(), op, timeout(), timeout(),
+                                 {Type::kBool});
+  return decode(r.body, connection_->where, op, [](proto::Reader& rd) { return rd.u8() != 0; });
+}
+
+void TCPStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  check_keys(keys, "wait");
+  const auto t = store_data::clamp_timeout(timeout);
+  Reply r = connection_->request(proto::Writer(Type::kWait).keys(keys).i64(t.count()).finish(), "wait",
+                                 this->timeout(), t + kReplyGrace, {Type::kOk, Type::kTimeout});
+  if (r.type == Type::kTimeout) {
+    const std::string& where = connection_->where;
+    auto missing = decode(r.body, where, "wait", [](proto::Reader& rd) { return rd.keys(); });
+    store_data::throw_timeout("TCPStore(" + where + ")", "wait", t, missing);
+  }
+}
+
+}  // namespace syncgrad::distributed

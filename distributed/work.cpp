@@ -1,0 +1,53 @@
+// Work: completion, waiting with a timeout, and error propagation for background collectives.
+#include "distributed/work.h"
+
+#include "distributed/errors.h"
+
+namespace syncgrad::distributed {
+
+void Work::wait(std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) timeout = default_timeout_;
+  std::unique_lock lock(mutex_);
+  if (!done_cv_.wait_for(lock, timeout, [&] { return done_; })) {
+    lock.unlock();
+    on_timeout();
+    throw TimeoutError(description_ + " did not finish within " + std::to_string(timeout.count()) +
+                       " ms: a peer rank is dead, stuck, or running a different collective (every rank must "
+                       "call the same collectives in the same order); the group is aborted");
+  }
+  if (error_) std::rethrow_exception(error_);
+}
+
+bool Work::is_completed() {
+  std::lock_guard lock(mutex_);
+  return done_;
+}
+
+std::exception_ptr Work::error() {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
+void Work::finish(std::exception_ptr error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    error_ = std::move(error);
+    finished_ = std::chrono::steady_clock::now();
+  }
+  done_cv_.notify_all();
+}
+
+void Work::mark_started() {
+  std::lock_guard lock(mutex_);
+  started_ = std::chrono::steady_clock::now();
+}
+
+double Work::busy_seconds() {
+  std::lock_guard lock(mutex_);
+  if (!done_ || started_ == std::chrono::steady_clock::time_point{}) return 0;
+  return std::chrono::duration<double>(finished_ - started_).count();
+}
+
+}  // namespace syncgrad::distributed

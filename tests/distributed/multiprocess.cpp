@@ -1,0 +1,137 @@
+// run_job: fork-based multi-process test jobs on 127.0.0.1 with per-rank reports and a hard deadline.
+#include "tests/distributed/multiprocess.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "distributed/tcp_store.h"
+
+namespace syncgrad::test {
+
+namespace {
+std::FILE* rank_report = nullptr;
+}
+
+void report(const std::string& line) {
+  if (rank_report == nullptr) return;
+  std::fprintf(rank_report, "%s\n", line.c_str());
+  std::fflush(rank_report);
+}
+
+void expect(bool condition, const std::string& message) {
+  if (!condition) throw std::runtime_error("expectation failed: " + message);
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t length = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::vector<RankOutcome> run_job(int world_size, const std::function<void(int rank)>& body,
+                                 const JobOptions& options) {
+  const std::string token = "test-token-" + std::to_string(getpid());
+  std::unique_ptr<distributed::TCPStoreServer> server;
+  int port = 0;
+  if (options.parent_serves_store) {
+    server = std::make_unique<distributed::TCPStoreServer>("127.0.0.1", 0, token);
+    port = server->port();
+  } else {
+    port = free_port();
+  }
+  char dir_template[] = "/tmp/syncgrad-job-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<pid_t> pids(world_size);
+  for (int rank = 0; rank < world_size; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("RANK", std::to_string(rank).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
+      setenv("LOCAL_WORLD_SIZE", std::to_string(world_size).c_str(), 1);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      setenv("SYNCGRAD_STORE_TOKEN", token.c_str(), 1);
+      if (options.parent_serves_store) {
+        setenv("SYNCGRAD_STORE_SERVED", "1", 1);
+      } else {
+        unsetenv("SYNCGRAD_STORE_SERVED");
+      }
+      if (options.extra_env) {
+        for (const auto& [name, value] : options.extra_env(rank)) {
+          if (value.empty()) {
+            unsetenv(name.c_str());
+          } else {
+            setenv(name.c_str(), value.c_str(), 1);
+          }
+        }
+      }
+      rank_report = std::fopen((dir + "/rank" + std::to_string(rank)).c_str(), "w");
+      int code = 0;
+      try {
+        body(rank);
+      } catch (const std::exception& e) {
+        report(std::string("ERROR ") + e.what());
+        code = 1;
+      }
+      std::fclose(rank_report);
+      std::_Exit(code);
+    }
+    pids[rank] = pid;
+  }
+  std::vector<RankOutcome> outcomes(world_size);
+  std::vector<bool> done(world_size, false);
+  int remaining = world_size;
+  while (remaining > 0) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (int rank = 0; rank < world_size; ++rank) {
+      if (done[rank]) continue;
+      int status = 0;
+      if (waitpid(pids[rank], &status, WNOHANG) == pids[rank]) {
+        done[rank] = true;
+        --remaining;
+        outcomes[rank].seconds = elapsed;
+        outcomes[rank].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      } else if (elapsed > options.deadline_seconds) {
+        kill(pids[rank], SIGKILL);
+        waitpid(pids[rank], &status, 0);
+        done[rank] = true;
+        --remaining;
+        outcomes[rank].seconds = elapsed;
+        outcomes[rank].exit_code = -1;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (int rank = 0; rank < world_size; ++rank) {
+    const std::string path = dir + "/rank" + std::to_string(rank);
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    outcomes[rank].report = text.str();
+    std::remove(path.c_str());
+  }
+  rmdir(dir.c_str());
+  return outcomes;
+}
+
+}  // namespace syncgrad::test

@@ -1,0 +1,41 @@
+// Test helper: runs a function in N forked processes that form one job on 127.0.0.1 (the parent serves the
+// job's TCPStore, as syncgrad-launch does), collects each rank's exit status and report, and kills ranks
+// that outlive the deadline so a broken test fails instead of hanging.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace syncgrad::test {
+
+struct RankOutcome {
+  int exit_code = -1;   // -1: killed at the deadline
+  std::string report;   // what the rank passed to report(), then "ERROR <what>" when it threw
+  double seconds = 0;   // from the start of the job until this rank exited
+};
+
+struct JobOptions {
+  double deadline_seconds = 60;
+  // Extra environment per rank (applied after RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...).
+  std::function<std::map<std::string, std::string>(int rank)> extra_env;
+  // When false, no store is served by the parent: rank 0 serves it itself on a port chosen by the parent.
+  bool parent_serves_store = true;
+};
+
+// Runs body(rank) in world_size forked children. Exceptions in body become exit code 1 and an "ERROR ..."
+// report line. Returns one outcome per rank.
+std::vector<RankOutcome> run_job(int world_size, const std::function<void(int rank)>& body,
+                                 const JobOptions& options = {});
+
+// Appends a line to this rank's report (call it in body).
+void report(const std::string& line);
+
+// Throws std::runtime_error(message) when !condition (doctest's CHECK does not work inside a child).
+void expect(bool condition, const std::string& message);
+
+// A port that was free a moment ago (for tests of rank 0 serving the store itself).
+int free_port();
+
+}  // namespace syncgrad::test

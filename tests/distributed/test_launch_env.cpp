@@ -1,0 +1,244 @@
+// read_launch_env() and launched_distributed(): the syncgrad-launch/torchrun variables, Slurm's, the
+// defaults, and an error naming the variable, its value and the fix for every malformed value.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distributed/errors.h"
+#include "distributed/launch_env.h"
+#include "tests/check_error.h"
+
+using syncgrad::distributed::launched_distributed;
+using syncgrad::distributed::LaunchEnv;
+using syncgrad::distributed::read_launch_env;
+using syncgrad::distributed::RendezvousError;
+using syncgrad::testing::check_error;
+
+namespace {
+
+// Clears every variable read_launch_env() looks at, sets the given ones, and restores the caller's
+// environment when it goes out of scope.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::map<std::string, std::string>& values) {
+    for (const char* name : kNames) {
+      const char* old = std::getenv(name);
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      unsetenv(name);
+    }
+    for (const auto& [name, value] : values) setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  static constexpr const char* kNames[] = {"RANK",
+                                           "WORLD_SIZE",
+                                           "LOCAL_RANK",
+                                           "LOCAL_WORLD_SIZE",
+                                           "MASTER_ADDR",
+                                           "MASTER_PORT",
+                                           "SYNCGRAD_STORE_TOKEN",
+                                           "SYNCGRAD_STORE_SERVED",
+                                           "SLURM_PROCID",
+                                           "SLURM_NTASKS",
+                                           "SLURM_NPROCS",
+                                           "SLURM_LOCALID",
+                                           "SLURM_NTASKS_PER_NODE",
+                                           "SLURM_TASKS_PER_NODE",
+                                           "SLURM_NODEID",
+                                           "SLURM_JOB_NODELIST",
+                                           "SLURM_NODELIST"};
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+void expect_error(const std::map<std::string, std::string>& values, std::initializer_list<std::string> fragments,
+                  bool require_master = false) {
+  ScopedEnv env(values);
+  check_error<RendezvousError>([&] { read_launch_env(require_master); }, fragments);
+}
+
+}  // namespace
+
+TEST_CASE("launch env: defaults without any variable") {
+  ScopedEnv env({});
+  LaunchEnv e = read_launch_env();
+  CHECK(e.rank == 0);
+  CHECK(e.world_size == 1);
+  CHECK(e.local_rank == 0);
+  CHECK(e.local_world_size == 1);
+  CHECK(e.master_addr.empty());
+  CHECK(e.master_port == 0);
+  CHECK(e.store_token.empty());
+  CHECK_FALSE(e.store_served);
+  CHECK(e.source == "defaults");
+  CHECK_FALSE(launched_distributed());
+}
+
+TEST_CASE("launch env: the variables syncgrad-launch sets") {
+  ScopedEnv env({{"RANK", "3"},
+                 {"WORLD_SIZE", "4"},
+                 {"LOCAL_RANK", "1"},
+                 {"LOCAL_WORLD_SIZE", "2"},
+                 {"MASTER_ADDR", "10.1.2.3"},
+                 {"MASTER_PORT", "29501"},
+                 {"SYNCGRAD_STORE_TOKEN", "abc123"},
+                 {"SYNCGRAD_STORE_SERVED", "1"}});
+  LaunchEnv e = read_launch_env(true);
+  CHECK(e.rank == 3);
+  CHECK(e.world_size == 4);
+  CHECK(e.local_rank == 1);
+  CHECK(e.local_world_size == 2);
+  CHECK(e.master_addr == "10.1.2.3");
+  CHECK(e.master_port == 29501);
+  CHECK(e.store_token == "abc123");
+  CHECK(e.store_served);
+  CHECK(e.source == "syncgrad-launch/torchrun environment");
+  CHECK(launched_distributed());
+}
+
+TEST_CASE("launch env: a job started by hand on one machine may leave out the local variables") {
+  ScopedEnv env({{"RANK", "1"}, {"WORLD_SIZE", "2"}});
+  LaunchEnv e = read_launch_env();
+  CHECK(e.local_rank == 1);
+  CHECK(e.local_world_size == 2);
+  CHECK_FALSE(e.store_served);
+}
+
+TEST_CASE("launch env: malformed launcher variables name the variable, the value and the fix") {
+  expect_error({{"RANK", "1"}}, {"WORLD_SIZE is not set", "RANK=1", "syncgrad-launch"});
+  expect_error({{"WORLD_SIZE", "2"}}, {"RANK is not set", "WORLD_SIZE=2"});
+  expect_error({{"RANK", "x"}, {"WORLD_SIZE", "2"}}, {"RANK='x'", "integer", "0 .. WORLD_SIZE-1"});
+  expect_error({{"RANK", "-1"}, {"WORLD_SIZE", "2"}}, {"RANK='-1'"});
+  expect_error({{"RANK", ""}, {"WORLD_SIZE", "2"}}, {"RANK=''"});
+  expect_error({{"RANK", "1 "}, {"WORLD_SIZE", "2"}}, {"RANK='1 '"});
+  expect_error({{"RANK", "0"}, {"WORLD_SIZE", "0"}}, {"WORLD_SIZE='0'", ">= 1", "number of processes"});
+  expect_error({{"RANK", "0"}, {"WORLD_SIZE", "99999999999999"}}, {"WORLD_SIZE='99999999999999'"});
+  expect_error({{"RANK", "4"}, {"WORLD_SIZE", "4"}}, {"RANK=4", "WORLD_SIZE=4", "0 to WORLD_SIZE-1"});
+  expect_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}},
+               {"LOCAL_RANK=2", "LOCAL_WORLD_SIZE=2"});
+  expect_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "3"}}, {"LOCAL_WORLD_SIZE=3", "WORLD_SIZE=2"});
+  expect_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "one"}}, {"LOCAL_RANK='one'"});
+  expect_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}},
+               {"MASTER_PORT='70000'", "1..65535", "29500"});
+  expect_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "0"}}, {"MASTER_PORT='0'"});
+  expect_error({{"MASTER_PORT", "http"}}, {"MASTER_PORT='http'"});
+  expect_error({{"SYNCGRAD_STORE_SERVED", "yes"}}, {"SYNCGRAD_STORE_SERVED='yes'", "0 nor 1"});
+  ScopedEnv env({{"RANK", "9"}, {"WORLD_SIZE", "2"}});
+  CHECK_THROWS_AS(launched_distributed(), RendezvousError);
+}
+
+TEST_CASE("launch env: require_master names the missing variable") {
+  expect_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "29500"}},
+               {"MASTER_ADDR is not set", "export MASTER_ADDR", "syncgrad-launch"}, true);
+  expect_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "localhost"}},
+               {"MASTER_PORT is not set", "MASTER_ADDR=localhost", "export MASTER_PORT"}, true);
+  ScopedEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}});
+  LaunchEnv e = read_launch_env(false);
+  CHECK(e.master_addr.empty());
+  CHECK(e.master_port == 0);
+}
+
+TEST_CASE("launch env: Slurm") {
+  SUBCASE("SLURM_TASKS_PER_NODE and the first host of the node list") {
+    ScopedEnv env({{"SLURM_PROCID", "5"},
+                   {"SLURM_NTASKS", "7"},
+                   {"SLURM_LOCALID", "1"},
+                   {"SLURM_TASKS_PER_NODE", "2(x3),1"},
+                   {"SLURM_NODEID", "2"},
+                   {"SLURM_JOB_NODELIST", "node[01-04],gpu7"}});
+    LaunchEnv e = read_launch_env(true);
+    CHECK(e.rank == 5);
+    CHECK(e.world_size == 7);
+    CHECK(e.local_rank == 1);
+    CHECK(e.local_world_size == 2);
+    CHECK(e.master_addr == "node01");
+    CHECK(e.master_port == 29500);
+    CHECK(e.source == "Slurm");
+    CHECK(launched_distributed());
+  }
+  SUBCASE("the last node of SLURM_TASKS_PER_NODE") {
+    ScopedEnv env({{"SLURM_PROCID", "6"},
+                   {"SLURM_NTASKS", "7"},
+                   {"SLURM_LOCALID", "0"},
+                   {"SLURM_TASKS_PER_NODE", "2(x3),1"},
+                   {"SLURM_NODEID", "3"},
+                   {"SLURM_NODELIST", "gpu7"}});
+    LaunchEnv e = read_launch_env();
+    CHECK(e.local_world_size == 1);
+    CHECK(e.master_addr == "gpu7");
+  }
+  SUBCASE("SLURM_NTASKS_PER_NODE wins; MASTER_ADDR and MASTER_PORT override") {
+    ScopedEnv env({{"SLURM_PROCID", "0"},
+                   {"SLURM_NTASKS", "8"},
+                   {"SLURM_LOCALID", "3"},
+                   {"SLURM_NTASKS_PER_NODE", "4"},
+                   {"SLURM_TASKS_PER_NODE", "garbage"},
+                   {"SLURM_JOB_NODELIST", "rack[2-3]-n[05,07]"},
+                   {"MASTER_PORT", "1234"}});
+    LaunchEnv e = read_launch_env();
+    CHECK(e.local_world_size == 4);
+    CHECK(e.master_addr == "rack2-n05");
+    CHECK(e.master_port == 1234);
+    setenv("MASTER_ADDR", "head", 1);
+    CHECK(read_launch_env().master_addr == "head");
+    setenv("SLURM_JOB_NODELIST", "node[01-", 1);
+    CHECK(read_launch_env().master_addr == "head");
+  }
+  SUBCASE("the launcher's variables win over Slurm's") {
+    ScopedEnv env({{"SLURM_PROCID", "3"},
+                   {"SLURM_NTASKS", "4"},
+                   {"RANK", "0"},
+                   {"WORLD_SIZE", "2"},
+                   {"LOCAL_RANK", "0"},
+                   {"LOCAL_WORLD_SIZE", "2"}});
+    LaunchEnv e = read_launch_env();
+    CHECK(e.rank == 0);
+    CHECK(e.world_size == 2);
+    CHECK(e.source == "syncgrad-launch/torchrun environment");
+  }
+  SUBCASE("one task per node without per-node counts") {
+    ScopedEnv env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});
+    LaunchEnv e = read_launch_env();
+    CHECK(e.local_world_size == 1);
+    CHECK(e.master_addr.empty());
+    CHECK_FALSE(launched_distributed());
+  }
+}
+
+TEST_CASE("launch env: malformed Slurm variables name the variable, the value and the fix") {
+  expect_error({{"SLURM_PROCID", "0"}}, {"SLURM_NTASKS is not set", "SLURM_PROCID=0", "srun"});
+  expect_error({{"SLURM_PROCID", "a"}, {"SLURM_NTASKS", "2"}}, {"SLURM_PROCID='a'", "srun"});
+  expect_error({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "2"}}, {"SLURM_PROCID=2", "SLURM_NTASKS=2"});
+  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_TASKS_PER_NODE", "2(x"}},
+               {"SLURM_TASKS_PER_NODE='2(x'", "2(x3),1", "SLURM_NTASKS_PER_NODE"});
+  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_TASKS_PER_NODE", "2(y2)"}},
+               {"SLURM_TASKS_PER_NODE='2(y2)'"});
+  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_TASKS_PER_NODE", "2,"}},
+               {"SLURM_TASKS_PER_NODE='2,'"});
+  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"SLURM_NODEID", "2"}},
+               {"SLURM_NODEID=2", "SLURM_TASKS_PER_NODE='2(x2)'", "SLURM_NTASKS_PER_NODE"});
+  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "2"}, {"SLURM_NTASKS_PER_NODE", "2"}},
+               {"SLURM_LOCALID=2", "SLURM_NTASKS_PER_NODE=2"});
+  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_NTASKS_PER_NODE", "0"}},
+               {"SLURM_NTASKS_PER_NODE='0'"});
+  for (const char* list : {"node[01-04", "node01-04]", "", "[]", ",node1", "n[a-b]"}) {
+    CAPTURE(list);
+    expect_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", list}},
+                 {"SLURM_JOB_NODELIST='" + std::string(list) + "'", "node[01-04],gpu7", "MASTER_ADDR"});
+  }
+  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"MASTER_PORT", "99999"}}, {"MASTER_PORT='99999'"});
+}

@@ -1,0 +1,141 @@
+// The launcher's pieces in-process: line prefixing (whole lines, one sink call per feed, partial and
+// overlong lines), each rank's environment, the checks of the command line, and wait statuses in words.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tests/check_error.h"
+#include "tools/launch/errors.h"
+#include "tools/launch/line_prefixer.h"
+#include "tools/launch/options.h"
+#include "tools/launch/rank_env.h"
+#include "tools/launch/token.h"
+#include "tools/launch/wait_status.h"
+
+using namespace syncgrad::launch;
+using syncgrad::testing::check_error;
+
+namespace {
+
+bool has(const std::vector<std::string>& env, const std::string& entry) {
+  return std::find(env.begin(), env.end(), entry) != env.end();
+}
+
+}  // namespace
+
+TEST_CASE("LinePrefixer passes on whole lines only") {
+  std::vector<std::string> out;
+  LinePrefixer p("[rank3]: ", [&](std::string_view s) { out.emplace_back(s); });
+  p.feed("hel");
+  CHECK(out.empty());
+  p.feed("lo\nwor");
+  REQUIRE(out.size() == 1);
+  CHECK(out[0] == "[rank3]: hello\n");
+  p.feed("ld\n\na\nb");
+  REQUIRE(out.size() == 2);
+  CHECK(out[1] == "[rank3]: world\n[rank3]: \n[rank3]: a\n");
+  p.finish();
+  REQUIRE(out.size() == 3);
+  CHECK(out[2] == "[rank3]: b\n");
+  p.finish();
+  CHECK(out.size() == 3);
+}
+
+TEST_CASE("LinePrefixer passes on an overlong partial line rather than holding it") {
+  std::string out;
+  LinePrefixer p(
+      "> ", [&](std::string_view s) { out += s; }, 8);
+  p.feed("0123");
+  CHECK(out.empty());
+  p.feed("456789");
+  CHECK(out == "> 0123456789\n");
+  p.feed("x\n");
+  CHECK(out == "> 0123456789\n> x\n");
+}
+
+TEST_CASE("rank_environment: torchrun's variables, the store and one thread per rank") {
+  LaunchOptions o;
+  o.nproc_per_node = 2;
+  o.nnodes = 3;
+  o.node_rank = 1;
+  std::vector<std::string> base = {"PATH=/bin", "RANK=9", "MASTER_PORT=1", "HOME=/root"};
+  std::vector<std::string> env = rank_environment(base, o, 1, {"10.0.0.1", 29500, "tok"});
+  for (const char* entry :
+       {"PATH=/bin", "HOME=/root", "RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=6", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=1",
+        "GROUP_WORLD_SIZE=3", "ROLE_RANK=3", "ROLE_WORLD_SIZE=6", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500",
+        "SYNCGRAD_STORE_TOKEN=tok", "SYNCGRAD_STORE_SERVED=1", "OMP_NUM_THREADS=1"}) {
+    CHECK_MESSAGE(has(env, entry), entry);
+  }
+  CHECK_FALSE(has(env, "RANK=9"));
+  CHECK_FALSE(has(env, "MASTER_PORT=1"));
+  base.push_back("OMP_NUM_THREADS=4");
+  env = rank_environment(base, o, 0, {"10.0.0.1", 29500, "tok"});
+  CHECK(has(env, "OMP_NUM_THREADS=4"));
+  CHECK_FALSE(has(env, "OMP_NUM_THREADS=1"));
+}
+
+TEST_CASE("check_flags: defaults, values and errors") {
+  LaunchFlags f;
+  LaunchOptions o = check_flags(f, {"prog", "-x"});
+  CHECK(o.nproc_per_node == 1);
+  CHECK(o.master_addr == "127.0.0.1");
+  CHECK(o.master_port == 0);
+  CHECK(o.grace_period.count() == 5000);
+  CHECK(o.command == std::vector<std::string>{"prog", "-x"});
+  f.grace_period = "0.25";
+  f.master_port = "65535";
+  CHECK(check_flags(f, {"--", "-prog"}).command == std::vector<std::string>{"-prog"});
+  CHECK(check_flags(f, {"p"}).grace_period.count() == 250);
+  CHECK(check_flags(f, {"p"}).master_port == 65535);
+  check_error<UsageError>([] { check_flags({}, {}); }, {"missing PROGRAM"});
+  check_error<UsageError>([] { check_flags({}, {"-v"}); }, {"unknown option -v"});
+  LaunchFlags bad;
+  bad.nproc_per_node = "1x";
+  check_error<UsageError>([&] { check_flags(bad, {"p"}); }, {"--nproc-per-node 1x", "e.g. --nproc-per-node 2"});
+  LaunchFlags multi;
+  multi.nnodes = "2";
+  multi.master_addr = "h";
+  check_error<UsageError>([&] { check_flags(multi, {"p"}); }, {"--nnodes 2 needs --master-port"});
+  multi.master_port = "29500";
+  CHECK(check_flags(multi, {"p"}).world_size() == 2);
+}
+
+TEST_CASE("job_token: fresh on one node, shared across nodes") {
+  LaunchOptions one;
+  std::string a = job_token(one);
+  CHECK(a.size() == 32);
+  CHECK(a.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(job_token(one) != a);
+  one.token = "given";
+  CHECK(job_token(one) == "given");
+  const char* caller = std::getenv("SYNCGRAD_STORE_TOKEN");
+  std::string saved = caller ? caller : "";
+  LaunchOptions two;
+  two.nnodes = 2;
+  unsetenv("SYNCGRAD_STORE_TOKEN");
+  check_error<UsageError>([&] { job_token(two); }, {"pass the same --token to every node's launcher"});
+  setenv("SYNCGRAD_STORE_TOKEN", "shared", 1);
+  CHECK(job_token(two) == "shared");
+  if (caller) {
+    setenv("SYNCGRAD_STORE_TOKEN", saved.c_str(), 1);
+  } else {
+    unsetenv("SYNCGRAD_STORE_TOKEN");
+  }
+}
+
+TEST_CASE("wait statuses in words and as exit codes") {
+  int exited3 = 3 << 8;
+  CHECK(WIFEXITED(exited3));
+  CHECK(describe_wait_status(exited3) == "exited with status 3");
+  CHECK(exit_code_of(exited3) == 3);
+  CHECK(failed(exited3));
+  CHECK_FALSE(failed(0));
+  int killed = SIGKILL;
+  CHECK(WIFSIGNALED(killed));
+  CHECK(describe_wait_status(killed) == "was killed by SIGKILL (signal 9)");
+  CHECK(exit_code_of(killed) == 137);
+}

@@ -1,0 +1,131 @@
+// Declares and checks syncgrad-launch's flags; every bad value is a UsageError that names it and says
+// what would work.
+#include "tools/launch/options.h"
+
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
+#include "tools/launch/errors.h"
+
+namespace syncgrad::launch {
+namespace {
+
+constexpr long long kMaxCount = 1 << 20;
+
+std::optional<long long> parse_int(std::string_view text) {
+  long long value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+// `value` as an integer in lo..hi, or a UsageError naming flag and value, what was expected and a hint.
+int check_int(const char* flag, const std::string& value, long long lo, long long hi, const std::string& hint) {
+  std::optional<long long> n = parse_int(value);
+  if (!n || *n < lo || *n > hi) {
+    std::string range = hi == kMaxCount ? ">= " + std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi);
+    throw UsageError(std::string(flag) + " " + value + ": expected an integer " + range + "; " + hint);
+  }
+  return static_cast<int>(*n);
+}
+
+}  // namespace
+
+void add_flags(CLI::App& app, LaunchFlags& flags) {
+  app.add_option("--nproc-per-node", flags.nproc_per_node, "processes (ranks) to start on this node")
+      ->type_name("N")
+      ->capture_default_str();
+  app.add_option("--nnodes", flags.nnodes, "nodes in the job; each node runs its own syncgrad-launch")
+      ->type_name("M")
+      ->capture_default_str();
+  app.add_option("--node-rank", flags.node_rank, "this node's index, 0 .. nnodes-1; node 0 serves the store")
+      ->type_name("K")
+      ->capture_default_str();
+  app.add_option("--master-addr", flags.master_addr,
+                 "address of node 0, reachable from every node (default 127.0.0.1 on one node; required with "
+                 "--nnodes > 1)")
+      ->type_name("ADDR");
+  app.add_option("--master-port", flags.master_port,
+                 "port of the job's store on node 0 (default: a free port on one node; required with --nnodes > 1)")
+      ->type_name("PORT");
+  app.add_option("--grace-period", flags.grace_period, "seconds between SIGTERM and SIGKILL when the ranks are stopped")
+      ->type_name("SECONDS")
+      ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--token", [&flags](const std::string& token) { flags.token = token; },
+         "the job's store token, the same for every node's launcher (default: a fresh random one on one node, "
+         "$SYNCGRAD_STORE_TOKEN with --nnodes > 1, which keeps it out of ps)")
+      ->type_name("TOKEN");
+  app.prefix_command();
+  app.footer(
+      "PROGRAM ARGS... runs once per rank (found via PATH), with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
+      "GROUP_RANK, MASTER_ADDR, MASTER_PORT, SYNCGRAD_STORE_TOKEN, SYNCGRAD_STORE_SERVED=1 and OMP_NUM_THREADS=1 "
+      "(unless set) in its environment and stdin at /dev/null. Each output line is prefixed with [rankN]. When a "
+      "rank fails the others are stopped and syncgrad-launch exits with the failing rank's status (128+signal "
+      "when it was killed). Use -- before a PROGRAM whose name starts with '-'.");
+}
+
+LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> command) {
+  LaunchOptions o;
+  o.nproc_per_node = check_int("--nproc-per-node", flags.nproc_per_node, 1, kMaxCount,
+                               "start at least one process, e.g. --nproc-per-node 2");
+  o.nnodes = check_int("--nnodes", flags.nnodes, 1, kMaxCount, "a job runs on at least one node, e.g. --nnodes 2");
+  o.node_rank = check_int("--node-rank", flags.node_rank, 0, kMaxCount, "nodes are numbered 0 .. nnodes-1");
+  if (o.node_rank >= o.nnodes) {
+    throw UsageError("--node-rank " + flags.node_rank + " is not below --nnodes " + flags.nnodes +
+                     ": nodes are numbered 0 .. " + std::to_string(o.nnodes - 1) +
+                     "; give each node's launcher its own --node-rank");
+  }
+  if (static_cast<long long>(o.nproc_per_node) * o.nnodes > kMaxCount) {
+    throw UsageError("--nproc-per-node " + flags.nproc_per_node + " times --nnodes " + flags.nnodes +
+                     " is too many ranks; use fewer processes");
+  }
+  if (!flags.master_port.empty()) {
+    o.master_port = static_cast<uint16_t>(
+        check_int("--master-port", flags.master_port, 1, 65535, "pick a free port, e.g. --master-port 29500"));
+  }
+  if (!flags.master_addr.empty()) o.master_addr = flags.master_addr;
+  if (o.nnodes > 1) {
+    if (flags.master_addr.empty()) {
+      throw UsageError("--nnodes " + flags.nnodes +
+                       " needs --master-addr: the address of node 0 (where the store is served), reachable from "
+                       "every node; pass the same --master-addr to every node's launcher");
+    }
+    if (flags.master_port.empty()) {
+      throw UsageError("--nnodes " + flags.nnodes +
+                       " needs --master-port: a free port on node 0 for the job's store, e.g. --master-port 29500; "
+                       "pass the same --master-port to every node's launcher");
+    }
+  }
+  char* end = nullptr;
+  double grace = std::strtod(flags.grace_period.c_str(), &end);
+  if (flags.grace_period.empty() || *end != '\0' || !std::isfinite(grace) || grace < 0 || grace > 86400) {
+    throw UsageError("--grace-period " + flags.grace_period +
+                     ": expected seconds between 0 and 86400, e.g. --grace-period 5");
+  }
+  o.grace_period = std::chrono::milliseconds(static_cast<long long>(std::llround(grace * 1000)));
+  if (flags.token && flags.token->empty()) {
+    throw UsageError(
+        "--token is empty; pass the same non-empty token to every node's launcher, e.g. "
+        "--token $(openssl rand -hex 16)");
+  }
+  o.token = flags.token;
+  if (!command.empty() && command.front() == "--") {
+    command.erase(command.begin());
+  } else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {
+    throw UsageError("unknown option " + command.front() +
+                     "; syncgrad-launch's flags come before PROGRAM (see --help), and a PROGRAM whose name starts "
+                     "with '-' goes after --");
+  }
+  if (command.empty()) {
+    throw UsageError(
+        "missing PROGRAM: usage: syncgrad-launch [--nproc-per-node N] ... PROGRAM [ARGS...], e.g. "
+        "syncgrad-launch --nproc-per-node 2 ./train");
+  }
+  o.command = std::move(command);
+  return o;
+}
+
+}  // namespace syncgrad::launch

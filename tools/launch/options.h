@@ -1,0 +1,44 @@
+// syncgrad-launch's command line: the flags as typed (LaunchFlags, filled by CLI11) and the checked,
+// completed settings the launcher runs with (LaunchOptions).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace syncgrad::launch {
+
+// The flags as strings, so that every bad value gets a message naming it and a hint.
+struct LaunchFlags {
+  std::string nproc_per_node = "1";
+  std::string nnodes = "1";
+  std::string node_rank = "0";
+  std::string master_addr;
+  std::string master_port;
+  std::string grace_period = "5";
+  std::optional<std::string> token;
+};
+
+struct LaunchOptions {
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  uint16_t master_port = 0;                      // 0: node 0 serves the store on a free port (one node only)
+  std::chrono::milliseconds grace_period{5000};  // between SIGTERM and SIGKILL when stopping the ranks
+  std::optional<std::string> token;              // --token
+  std::vector<std::string> command;              // PROGRAM ARGS...
+
+  int world_size() const { return nproc_per_node * nnodes; }
+};
+
+// Declares the flags on `app` (which stops parsing at PROGRAM: everything from there on is the command).
+void add_flags(CLI::App& app, LaunchFlags& flags);
+
+// Checks the parsed flags and the command (app.remaining()); UsageError names the bad value and a fix.
+LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> command);
+
+}  // namespace syncgrad::launch

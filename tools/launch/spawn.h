@@ -1,0 +1,25 @@
+// Starting one rank: PROGRAM (searched in PATH like execvp) in its own process group, so that the launcher
+// can stop it together with its children, with stdout and stderr on pipes the launcher reads and stdin at
+// /dev/null.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace syncgrad::launch {
+
+struct SpawnedProcess {
+  pid_t pid = -1;      // also its process group id
+  int stdout_fd = -1;  // non-blocking read ends, owned by the caller
+  int stderr_fd = -1;
+};
+
+// Runs command[0] with `env`, the signals in `reset` at their default dispositions and none blocked.
+// LaunchError naming the program when it cannot be executed (not found in PATH, not executable, ...).
+SpawnedProcess spawn_process(const std::vector<std::string>& command, const std::vector<std::string>& env,
+                             const sigset_t& reset);
+
+}  // namespace syncgrad::launch

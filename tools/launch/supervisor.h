@@ -1,0 +1,66 @@
+// Supervisor: runs the ranks of this node until they all end. It forwards their output line by line with a
+// "[rankN]: " prefix (stdout to stdout, stderr to stderr) and, when a rank fails or the launcher is told to
+// stop (SIGINT, SIGTERM, SIGHUP), stops every rank: SIGTERM to each rank's process group, SIGKILL after the
+// grace period (at once on a second signal).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/launch/line_prefixer.h"
+#include "tools/launch/signal_channel.h"
+
+namespace syncgrad::launch {
+
+class Supervisor {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Supervisor(SignalChannel& signals, std::chrono::milliseconds grace_period);
+  // Kills (SIGKILL) and reaps the ranks still running, e.g. when starting a later rank failed.
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Starts global rank `rank`; LaunchError when the program cannot be executed.
+  void start(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env);
+
+  // Waits until every rank has ended and returns the launcher's exit status: 0 when all succeeded, else
+  // the first failing rank's status (128+signal when it was killed), or 128+signal when the launcher was
+  // stopped by a signal.
+  int run();
+
+ private:
+  struct Rank {
+    int rank = 0;
+    pid_t pid = -1;
+    int fds[2] = {-1, -1};  // stdout, stderr read ends (-1 once closed)
+    std::unique_ptr<LinePrefixer> prefixers[2];
+    bool running = true;
+  };
+
+  void read_output(Rank& r, int stream, bool until_drained);
+  void close_output(Rank& r, int stream);
+  void reap();
+  void on_exit(Rank& r, int status);
+  void on_signal(int sig);
+  void stop(const std::string& why, const char* others);
+  void signal_running(int sig);
+  int running_count() const;
+
+  SignalChannel& signals_;
+  std::chrono::milliseconds grace_period_;
+  std::vector<Rank> ranks_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  Clock::time_point kill_at_;
+  std::optional<int> failure_status_;  // wait status of the first failing rank
+  int stop_signal_ = 0;                // the signal that stopped the launcher
+};
+
+}  // namespace syncgrad::launch

@@ -1,0 +1,41 @@
+// Chooses the job's store token: given (--token or SYNCGRAD_STORE_TOKEN, which every node must share) or
+// freshly drawn from /dev/urandom on a single node.
+#include "tools/launch/token.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "tools/launch/errors.h"
+
+namespace syncgrad::launch {
+
+std::string random_token() {
+  unsigned char bytes[16];
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  if (!urandom.read(reinterpret_cast<char*>(bytes), sizeof bytes)) {
+    throw LaunchError(std::string("cannot read 16 random bytes from /dev/urandom for the store token (") +
+                      std::strerror(errno) + "); pass a secret with --token instead");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char b : bytes) {
+    token += kHex[b >> 4];
+    token += kHex[b & 15];
+  }
+  return token;
+}
+
+std::string job_token(const LaunchOptions& options) {
+  if (options.token) return *options.token;
+  if (options.nnodes == 1) return random_token();
+  const char* from_env = std::getenv("SYNCGRAD_STORE_TOKEN");
+  if (from_env != nullptr && *from_env != '\0') return from_env;
+  throw UsageError("--nnodes " + std::to_string(options.nnodes) +
+                   " needs the job's store token, shared by all nodes: pass the same --token to every node's "
+                   "launcher (or export the same SYNCGRAD_STORE_TOKEN on every node), e.g. generate one with "
+                   "openssl rand -hex 16");
+}
+
+}  // namespace syncgrad::launch
