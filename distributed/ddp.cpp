@@ -26,7 +26,8 @@ std::vector<std::string> describe(const nn::Module& module, const DDPOptions& op
   o << "options bucket_cap_mb=" << options.bucket_cap_mb << " first_bucket_mb=" << options.first_bucket_mb
     << " find_unused_parameters=" << options.find_unused_parameters
     << " gradient_as_bucket_view=" << options.gradient_as_bucket_view
-    << " broadcast_buffers=" << options.broadcast_buffers << " comm_hook=" << hook.name();
+    << " broadcast_buffers=" << options.broadcast_buffers << " overlap=" << options.overlap
+    << " check_step_agreement=" << options.check_step_agreement << " comm_hook=" << hook.name();
   entries.push_back(o.str());
   return entries;
 }
@@ -79,6 +80,7 @@ void DistributedDataParallel::broadcast_buffers() {
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
   if (options_.broadcast_buffers && group_->size() > 1 && is_training()) broadcast_buffers();
+  if (is_training() && autograd::GradMode::is_enabled()) reducer_->note_forward();
   return module_->forward(input);
 }
 

@@ -5,7 +5,8 @@
 // Log record: u8 op ('S' set, 'D' delete), u32 key length, key, and for 'S' u32 value length, value (lengths
 // little-endian). Keys are namespaced by their first byte: 'u' user keys, 'i' the store's own counters (users
 // and finished users, for removing the file). A torn record at the end (a writer that died mid-append) is
-// cut off by the next writer.
+// cut off by the next writer. A world_size below 1 means "unknown": the file then goes when its last
+// current user does.
 #include "distributed/file_store.h"
 
 #include <fcntl.h>
@@ -80,7 +81,7 @@ class LockedLog {
 
  private:
   [[noreturn]] void fail(const char* what, int err) const {
-    throw IOError("FileStore." + std::string(op_) + ": " + what + " '" + path_ + "': " + os_reason(err));
+    throw IOError(std::string(op_) + ": " + what + " '" + path_ + "': " + os_reason(err));
   }
 
   void replay() {
@@ -175,7 +176,7 @@ FileStore::~FileStore() {
 }
 
 void FileStore::set(const std::string& key, const Bytes& value) {
-  LockedLog log(path_, "set");
+  LockedLog log(path_, "FileStore.set");
   log.append_set(user_key(key), value);
 }
 
@@ -184,7 +185,7 @@ Bytes FileStore::get(const std::string& key) {
   const net::Deadline deadline = net::Deadline::after(t);
   for (;;) {
     {
-      LockedLog log(path_, "get");
+      LockedLog log(path_, "FileStore.get");
       auto it = log.table().find(user_key(key));
       if (it != log.table().end()) return it->second;
     }
@@ -196,7 +197,7 @@ Bytes FileStore::get(const std::string& key) {
 }
 
 int64_t FileStore::add(const std::string& key, int64_t delta) {
-  LockedLog log(path_, "add");
+  LockedLog log(path_, "FileStore.add");
   const std::string k = user_key(key);
   auto it = log.table().find(k);
   if (it != log.table().end()) {
@@ -210,7 +211,7 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
 }
 
 Bytes FileStore::compare_set(const std::string& key, const Bytes& expected, const Bytes& desired) {
-  LockedLog log(path_, "compare_set");
+  LockedLog log(path_, "FileStore.compare_set");
   const std::string k = user_key(key);
   auto before = log.table().find(k);
   const bool existed = before != log.table().end();
@@ -221,7 +222,7 @@ Bytes FileStore::compare_set(const std::string& key, const Bytes& expected, cons
 }
 
 bool FileStore::check(const std::vector<std::string>& keys) {
-  LockedLog log(path_, "check");
+  LockedLog log(path_, "FileStore.check");
   for (const std::string& k : keys) {
     if (log.table().count(user_key(k)) == 0) return false;
   }
@@ -229,7 +230,7 @@ bool FileStore::check(const std::vector<std::string>& keys) {
 }
 
 bool FileStore::delete_key(const std::string& key) {
-  LockedLog log(path_, "delete_key");
+  LockedLog log(path_, "FileStore.delete_key");
   const std::string k = user_key(key);
   if (log.table().erase(k) == 0) return false;
   log.append_delete(k);
@@ -242,7 +243,7 @@ void FileStore::wait(const std::vector<std::string>& keys, std::chrono::millisec
   for (;;) {
     std::vector<std::string> missing;
     {
-      LockedLog log(path_, "wait");
+      LockedLog log(path_, "FileStore.wait");
       for (const std::string& k : keys) {
         if (log.table().count(user_key(k)) == 0) missing.push_back(k);
       }

@@ -56,7 +56,8 @@ bool HashStore::delete_key(const std::string& key) {
 
 void HashStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!changed_.wait_for(lock, store_data::clamp_timeout(timeout), [&] { return store_data::missing(data_, keys).empty(); })) {
+  if (!changed_.wait_for(lock, store_data::clamp_timeout(timeout),
+                         [&] { return store_data::missing(data_, keys).empty(); })) {
     store_data::throw_timeout("HashStore", "wait", timeout, store_data::missing(data_, keys));
   }
 }

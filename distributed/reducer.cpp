@@ -103,6 +103,7 @@ void Reducer::begin_backward() {
   autograd::queue_callback([weak] {
     if (auto self = weak.lock()) self->finish_backward();
   });
+  launch_step_check();
   if (options_.find_unused_parameters) {
     // Parameters this backward cannot reach contribute zeros at once, so their buckets are not held up.
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -125,7 +126,7 @@ void Reducer::mark_ready(size_t index, bool used) {
   ready_[index] = 1;
   used_[index] = used ? 1 : 0;
   if (iteration_ == 0) ready_order_.push_back(index);
-  if (--bucket.pending == 0) launch_full_buckets();
+  if (--bucket.pending == 0 && options_.overlap) launch_full_buckets();
 }
 
 void Reducer::launch_full_buckets() {
@@ -147,6 +148,8 @@ void Reducer::finish_backward() {
     }
   }
   in_backward_ = false;
+  launch_full_buckets();
+  verify_step_check();
   Tensor used_map;
   std::shared_ptr<Work> used_work;
   if (options_.find_unused_parameters) {
@@ -157,8 +160,16 @@ void Reducer::finish_backward() {
   }
   stats_ = DDPStats{};
   const auto wait_start = std::chrono::steady_clock::now();
-  for (Bucket& bucket : buckets_) bucket.work->wait();
-  if (used_work) used_work->wait();
+  try {
+    for (Bucket& bucket : buckets_) bucket.work->wait();
+    if (used_work) used_work->wait();
+  } catch (const TimeoutError& e) {
+    throw TimeoutError("DistributedDataParallel step " + std::to_string(iteration_) + ": " + e.what() +
+                       ". If a rank ran fewer steps, give every rank the same number of batches "
+                       "(DistributedSampler pads the shards to equal length)");
+  } catch (const PeerError& e) {
+    throw PeerError("DistributedDataParallel step " + std::to_string(iteration_) + ": " + e.what());
+  }
   stats_.exposed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
   for (Bucket& bucket : buckets_) {
     hook_->finish(*group_, bucket.grad);
@@ -201,6 +212,56 @@ void Reducer::write_back(const std::vector<char>& globally_used) {
     } else {
       param.set_grad(raw::clone(view));
     }
+  }
+}
+
+int64_t Reducer::plan_fingerprint() const {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the bucket membership
+  for (const Bucket& bucket : buckets_) {
+    for (size_t index : bucket.params) hash = (hash ^ (index + 1)) * 1099511628211ull;
+    hash = (hash ^ 0xffffu) * 1099511628211ull;
+  }
+  return static_cast<int64_t>(hash);
+}
+
+void Reducer::launch_step_check() {
+  step_check_work_.reset();
+  if (!options_.check_step_agreement || group_->size() == 1) return;
+  if (!step_check_input_.defined()) {
+    step_check_input_ = empty({2}, TensorOptions{DType::i64});
+    for (int r = 0; r < group_->size(); ++r) step_check_outputs_.push_back(empty({2}, TensorOptions{DType::i64}));
+  }
+  step_check_input_.data_ptr<int64_t>()[0] = forwards_;
+  step_check_input_.data_ptr<int64_t>()[1] = plan_fingerprint();
+  step_check_work_ = group_->allgather(step_check_outputs_, step_check_input_);
+}
+
+void Reducer::verify_step_check() {
+  if (!step_check_work_) return;
+  try {
+    step_check_work_->wait();
+  } catch (const TimeoutError& e) {
+    throw TimeoutError("DistributedDataParallel step " + std::to_string(iteration_) + " on rank " +
+                       std::to_string(group_->rank()) + ": the other ranks did not reach this backward (" + e.what() +
+                       "); a rank that ran fewer steps, stopped early or is stuck elsewhere leaves the others waiting");
+  }
+  const int64_t* mine = step_check_input_.data_ptr<int64_t>();
+  std::string steps, plans;
+  bool same_step = true, same_plan = true;
+  for (int r = 0; r < group_->size(); ++r) {
+    const int64_t* theirs = step_check_outputs_[r].data_ptr<int64_t>();
+    same_step = same_step && theirs[0] == mine[0];
+    same_plan = same_plan && theirs[1] == mine[1];
+    steps += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + " after " + std::to_string(theirs[0]);
+  }
+  if (!same_step) {
+    throw DesyncError("DistributedDataParallel: ranks are out of step in this backward (training forwards so far: " +
+                      steps + "); a rank skipped a backward or ran extra forwards. Every rank must run the same "
+                      "sequence of forward + backward steps (use no_sync() for accumulation on every rank alike)");
+  }
+  if (!same_plan) {
+    throw DesyncError("DistributedDataParallel: ranks use different bucket plans in this backward; every rank "
+                      "must construct DistributedDataParallel with the same model and options");
   }
 }
 

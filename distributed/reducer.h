@@ -24,6 +24,12 @@ struct DDPOptions {
   bool gradient_as_bucket_view = false;
   bool find_unused_parameters = false;
   std::shared_ptr<CommHook> comm_hook;  // null: allreduce_hook()
+  // false: every bucket is launched only at the end of backward (for measuring what overlap buys).
+  bool overlap = true;
+  // Each synchronised backward also exchanges every rank's step (training forwards so far) and bucket plan,
+  // so ranks that got out of step fail with a DesyncError naming them instead of mixing gradients of
+  // different steps (one tiny allgather per step, sent ahead of the buckets).
+  bool check_step_agreement = true;
 };
 
 // Timing of the last synchronised backward.
@@ -41,6 +47,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
                                          std::shared_ptr<ProcessGroup> group, DDPOptions options);
 
   void set_sync(bool on) { sync_ = on; }
+  // Counts a training-mode forward (DistributedDataParallel::forward calls it).
+  void note_forward() { ++forwards_; }
   bool sync() const { return sync_; }
   void set_comm_hook(std::shared_ptr<CommHook> hook);
   const std::shared_ptr<CommHook>& comm_hook() const { return hook_; }
@@ -68,6 +76,9 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void finish_backward();
   void write_back(const std::vector<char>& globally_used);
   void rebuild_in_ready_order();
+  void launch_step_check();
+  void verify_step_check();
+  int64_t plan_fingerprint() const;
 
   std::vector<std::pair<std::string, Tensor>> params_;
   std::shared_ptr<ProcessGroup> group_;
@@ -87,6 +98,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<char> used_;
   std::vector<size_t> ready_order_;
   DDPStats stats_;
+  int64_t forwards_ = 0;
+  Tensor step_check_input_;                  // (2) i64: [training forwards so far, bucket plan fingerprint]
+  std::vector<Tensor> step_check_outputs_;   // one (2) per rank
+  std::shared_ptr<Work> step_check_work_;
 };
 
 }  // namespace syncgrad::distributed

@@ -102,7 +102,8 @@ std::string to_string(const SocketAddress& address) {
   return host_port(text, port);
 }
 
-std::vector<SocketAddress> resolve(const std::string& host, uint16_t port, bool passive, Deadline deadline) {
+std::vector<SocketAddress> resolve(const std::string& host, uint16_t port, bool passive, Deadline deadline,
+                                   const std::string& what) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -130,15 +131,15 @@ std::vector<SocketAddress> resolve(const std::string& host, uint16_t port, bool 
       continue;
     }
     const std::string reason = rc == EAI_SYSTEM ? errno_text(errno) : ::gai_strerror(rc);
-    throw RendezvousError("cannot resolve host '" + host + "' (" + reason +
+    throw RendezvousError(what + ": cannot resolve host '" + host + "' (" + reason +
                           "); check the host name (MASTER_ADDR / --master-addr) and that this machine's "
                           "resolver knows it, or use a numeric address");
   }
 }
 
-Fd listen_tcp(const std::string& host, uint16_t port, int backlog) {
-  const std::string where = host_port(host.empty() ? "*" : host, port);
-  auto addresses = resolve(host, port, /*passive=*/true, Deadline::after(std::chrono::seconds(10)));
+Fd listen_tcp(const std::string& host, uint16_t port, const std::string& what, int backlog) {
+  const std::string where = what + ": cannot serve on " + host_port(host.empty() ? "*" : host, port);
+  auto addresses = resolve(host, port, /*passive=*/true, Deadline::after(std::chrono::seconds(10)), what);
   int last_error = 0;
   for (const SocketAddress& a : addresses) {
     Fd fd(::socket(a.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -152,12 +153,12 @@ Fd listen_tcp(const std::string& host, uint16_t port, int backlog) {
         ::listen(fd.get(), backlog) != 0) {
       last_error = errno;
       if (last_error == EADDRINUSE) {
-        throw RendezvousError("cannot serve on " + where +
+        throw RendezvousError(where +
                               ": the port is already in use (another job or a previous run still holds it; "
                               "choose another MASTER_PORT or let syncgrad-launch pick a free port)");
       }
       if (last_error == EADDRNOTAVAIL) {
-        throw RendezvousError("cannot serve on " + where + ": " + errno_text(last_error) + " (" + host +
+        throw RendezvousError(where + ": " + errno_text(last_error) + " (" + host +
                               " is not an address of this machine; MASTER_ADDR must name the node that "
                               "serves the store, i.e. rank 0 / the launcher)");
       }
@@ -165,7 +166,7 @@ Fd listen_tcp(const std::string& host, uint16_t port, int backlog) {
     }
     return fd;
   }
-  throw RendezvousError("cannot serve on " + where + ": " + errno_text(last_error));
+  throw RendezvousError(where + ": " + errno_text(last_error));
 }
 
 uint16_t local_port(int fd) {
@@ -198,7 +199,7 @@ void set_nodelay(int fd) {
 Fd connect_with_retry(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
                       const std::string& what, const std::string& hint) {
   const Deadline deadline = Deadline::after(timeout);
-  const auto addresses = resolve(host, port, /*passive=*/false, deadline);
+  const auto addresses = resolve(host, port, /*passive=*/false, deadline, what);
   auto backoff = std::chrono::milliseconds(10);
   int last_error = ETIMEDOUT;
   for (;;) {
@@ -232,8 +233,8 @@ Fd connect_with_retry(const std::string& host, uint16_t port, std::chrono::milli
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
     if (deadline.expired()) break;
   }
-  throw RendezvousError(what + ": could not connect to " + host_port(host, port) + " within " +
-                        millis_text(timeout) + " (last error: " + errno_text(last_error) + "); " + hint);
+  throw RendezvousError(what + ": could not connect to " + host_port(host, port) + " within " + millis_text(timeout) +
+                        " (last error: " + errno_text(last_error) + "); " + hint);
 }
 
 IoResult send_all(int fd, const uint8_t* data, size_t size, Deadline deadline) {

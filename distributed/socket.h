@@ -65,13 +65,15 @@ std::string host_port(const std::string& host, uint16_t port);
 std::string to_string(const SocketAddress& address);
 
 // Resolves host (a name or a numeric address) to TCP addresses; `passive` with an empty host or "*"
-// gives the wildcard addresses to listen on. A name that does not resolve is a RendezvousError naming it;
-// temporary resolver failures are retried until the deadline.
-std::vector<SocketAddress> resolve(const std::string& host, uint16_t port, bool passive, Deadline deadline);
+// gives the wildcard addresses to listen on. A name that does not resolve is a RendezvousError
+// "<what>: cannot resolve host '<host>' ..."; temporary resolver failures are retried until the deadline.
+std::vector<SocketAddress> resolve(const std::string& host, uint16_t port, bool passive, Deadline deadline,
+                                   const std::string& what);
 
 // A non-blocking listening socket on host:port (port 0 picks a free one), with SO_REUSEADDR. A port in
-// use or an address that is not this machine's is a RendezvousError naming host:port and the likely fix.
-Fd listen_tcp(const std::string& host, uint16_t port, int backlog = SOMAXCONN);
+// use or an address that is not this machine's is a RendezvousError "<what>: cannot serve on host:port: ..."
+// with the likely fix.
+Fd listen_tcp(const std::string& host, uint16_t port, const std::string& what, int backlog = SOMAXCONN);
 uint16_t local_port(int fd);
 std::string peer_name(int fd);
 

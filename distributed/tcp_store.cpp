@@ -95,7 +95,8 @@ struct TCPStore::Connection {
     const std::string failure = exchange(fd, hello, deadline, r);
     if (failure == "timeout") {
       throw RendezvousError("TCPStore: connected to " + where + " but got no answer to the handshake within " +
-                            millis(timeout) + "; the port may belong to another service than the store (check "
+                            millis(timeout) +
+                            "; the port may belong to another service than the store (check "
                             "MASTER_PORT), or the server is stopped");
     }
     if (!failure.empty()) {
@@ -236,8 +237,8 @@ Bytes TCPStore::get(const std::string& key) {
   check_key(key, "get");
   const auto t = store_data::clamp_timeout(timeout());
   const std::string op = "get(" + store_data::quote_key(key) + ")";
-  Reply r = connection_->request(proto::Writer(Type::kGet).str(key).i64(t.count()).finish(), op, t,
-                                 t + kReplyGrace, {Type::kValue, Type::kTimeout});
+  Reply r = connection_->request(proto::Writer(Type::kGet).str(key).i64(t.count()).finish(), op, t, t + kReplyGrace,
+                                 {Type::kValue, Type::kTimeout});
   const std::string& where = connection_->where;
   if (r.type == Type::kTimeout) {
     auto missing = decode(r.body, where, op, [](proto::Reader& rd) { return rd.keys(); });
@@ -249,8 +250,8 @@ Bytes TCPStore::get(const std::string& key) {
 int64_t TCPStore::add(const std::string& key, int64_t delta) {
   check_key(key, "add");
   const std::string op = "add(" + store_data::quote_key(key) + ")";
-  Reply r = connection_->request(proto::Writer(Type::kAdd).str(key).i64(delta).finish(), op, timeout(),
-                                 timeout(), {Type::kInt});
+  Reply r = connection_->request(proto::Writer(Type::kAdd).str(key).i64(delta).finish(), op, timeout(), timeout(),
+                                 {Type::kInt});
   return decode(r.body, connection_->where, op, [](proto::Reader& rd) { return rd.i64(); });
 }
 
@@ -259,8 +260,8 @@ Bytes TCPStore::compare_set(const std::string& key, const Bytes& expected, const
   check_value(expected, "compare_set");
   check_value(desired, "compare_set");
   const std::string op = "compare_set(" + store_data::quote_key(key) + ")";
-  Reply r = connection_->request(proto::Writer(Type::kCompareSet).str(key).str(expected).str(desired).finish(),
-                                 op, timeout(), timeout(), {Type::kValue});
+  Reply r = connection_->request(proto::Writer(Type::kCompareSet).str(key).str(expected).str(desired).finish(), op,
+                                 timeout(), timeout(), {Type::kValue});
   return decode(r.body, connection_->where, op, [](proto::Reader& rd) { return rd.bytes(kMaxStoreValueBytes); });
 }
 
@@ -274,16 +275,16 @@ bool TCPStore::check(const std::vector<std::string>& keys) {
 bool TCPStore::delete_key(const std::string& key) {
   check_key(key, "delete_key");
   const std::string op = "delete_key(" + store_data::quote_key(key) + ")";
-  Reply r = connection_->request(proto::Writer(Type::kDelete).str(key).finish(), op, timeout(), timeout(),
-                                 {Type::kBool});
+  Reply r =
+      connection_->request(proto::Writer(Type::kDelete).str(key).finish(), op, timeout(), timeout(), {Type::kBool});
   return decode(r.body, connection_->where, op, [](proto::Reader& rd) { return rd.u8() != 0; });
 }
 
 void TCPStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   check_keys(keys, "wait");
   const auto t = store_data::clamp_timeout(timeout);
-  Reply r = connection_->request(proto::Writer(Type::kWait).keys(keys).i64(t.count()).finish(), "wait",
-                                 this->timeout(), t + kReplyGrace, {Type::kOk, Type::kTimeout});
+  Reply r = connection_->request(proto::Writer(Type::kWait).keys(keys).i64(t.count()).finish(), "wait", this->timeout(),
+                                 t + kReplyGrace, {Type::kOk, Type::kTimeout});
   if (r.type == Type::kTimeout) {
     const std::string& where = connection_->where;
     auto missing = decode(r.body, where, "wait", [](proto::Reader& rd) { return rd.keys(); });

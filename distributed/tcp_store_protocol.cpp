@@ -124,8 +124,7 @@ int64_t Reader::i64() {
 std::string Reader::str(size_t max_size) {
   const uint32_t n = u32();
   if (n > max_size) {
-    throw ProtocolError("field of " + std::to_string(n) + " bytes exceeds the limit of " +
-                        std::to_string(max_size));
+    throw ProtocolError("field of " + std::to_string(n) + " bytes exceeds the limit of " + std::to_string(max_size));
   }
   const uint8_t* p = take(n);
   return std::string(reinterpret_cast<const char*>(p), n);
@@ -134,8 +133,7 @@ std::string Reader::str(size_t max_size) {
 Bytes Reader::bytes(size_t max_size) {
   const uint32_t n = u32();
   if (n > max_size) {
-    throw ProtocolError("value of " + std::to_string(n) + " bytes exceeds the limit of " +
-                        std::to_string(max_size));
+    throw ProtocolError("value of " + std::to_string(n) + " bytes exceeds the limit of " + std::to_string(max_size));
   }
   const uint8_t* p = take(n);
   return Bytes(p, p + n);
@@ -144,8 +142,7 @@ Bytes Reader::bytes(size_t max_size) {
 std::vector<std::string> Reader::keys() {
   const uint32_t count = u32();
   if (count > kMaxStoreKeysPerRequest) {
-    throw ProtocolError(std::to_string(count) + " keys exceed the limit of " +
-                        std::to_string(kMaxStoreKeysPerRequest));
+    throw ProtocolError(std::to_string(count) + " keys exceed the limit of " + std::to_string(kMaxStoreKeysPerRequest));
   }
   // Each key takes at least its 4-byte length: a count larger than the body allows is malformed.
   if (count > static_cast<size_t>(end_ - p_) / 4) throw ProtocolError("key count larger than the message");

@@ -45,7 +45,7 @@ namespace syncgrad::distributed::store_protocol {
 
 inline constexpr uint32_t kMagic = 0x54534753;  // the bytes "SGST"
 inline constexpr uint32_t kVersion = 1;
-inline constexpr size_t kHeaderBytes = 5;  // u32 length + u8 type
+inline constexpr size_t kHeaderBytes = 5;         // u32 length + u8 type
 inline constexpr size_t kMaxMessageBytes = 4096;  // REJECTED / ERROR texts
 
 enum class Type : uint8_t {

@@ -254,8 +254,9 @@ void Loop::process(uint64_t id) {
       return;
     }
     if (n < 1 || n > limit) {
-      drop(id, c, std::string(proto::type_name(raw_type)) + " message of " + std::to_string(n) +
-                      " bytes (limit " + std::to_string(limit) + ")");
+      drop(id, c,
+           std::string(proto::type_name(raw_type)) + " message of " + std::to_string(n) + " bytes (limit " +
+               std::to_string(limit) + ")");
       return;
     }
     if (avail < 4 + size_t{n}) break;
@@ -432,9 +433,8 @@ void Loop::unpark(uint64_t id, Conn& c) {
 }
 
 void Loop::answer_parked(uint64_t id, Conn& c) {
-  Bytes frame = c.parked_type == Type::kGet
-                    ? proto::Writer(Type::kValue).str(table_.at(c.parked_keys.front())).finish()
-                    : proto::Writer(Type::kOk).finish();
+  Bytes frame = c.parked_type == Type::kGet ? proto::Writer(Type::kValue).str(table_.at(c.parked_keys.front())).finish()
+                                            : proto::Writer(Type::kOk).finish();
   unpark(id, c);
   reply(c, std::move(frame));
 }
@@ -493,7 +493,7 @@ struct TCPStoreServer::State {
 
 TCPStoreServer::TCPStoreServer(const std::string& host, uint16_t port, std::string token)
     : state_(std::make_unique<State>()) {
-  net::Fd listener = net::listen_tcp(host, port);
+  net::Fd listener = net::listen_tcp(host, port, "TCPStoreServer");
   state_->port = net::local_port(listener.get());
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -501,8 +501,8 @@ TCPStoreServer::TCPStoreServer(const std::string& host, uint16_t port, std::stri
   }
   net::Fd wake_read(pipe_fds[0]);
   state_->wake_write = net::Fd(pipe_fds[1]);
-  state_->loop = std::make_unique<Loop>(net::host_port(host.empty() ? "*" : host, state_->port),
-                                        std::move(listener), std::move(wake_read), std::move(token));
+  state_->loop = std::make_unique<Loop>(net::host_port(host.empty() ? "*" : host, state_->port), std::move(listener),
+                                        std::move(wake_read), std::move(token));
   state_->thread = std::thread([loop = state_->loop.get()] { loop->run(); });
 }
 

@@ -53,6 +53,7 @@ Tensor BatchNorm::forward(const Tensor& input) {
     raw::add_(num_batches_tracked, 1);
     if (!momentum) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
   }
+  if (is_training() && stats_sync_) return stats_sync_->forward(*this, input, factor);
   return batch_norm(input, running_mean, running_var, weight, bias, use_batch_stats, factor, eps);
 }
 

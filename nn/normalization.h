@@ -14,9 +14,24 @@ namespace syncgrad::nn {
 // variance and updates running = (1 - momentum) * running + momentum * batch (unbiased variance),
 // num_batches_tracked += 1; momentum nullopt uses the cumulative average 1 / num_batches_tracked. Eval with
 // running stats: normalises with them.
+class BatchNorm;
+
+// Computes a training-mode BatchNorm forward with statistics over a batch spread across processes
+// (distributed::SyncBatchNorm). BatchNorm has already counted the batch in num_batches_tracked and passes the
+// running-average factor; the implementation updates the running statistics itself.
+class BatchStatsSync {
+ public:
+  virtual ~BatchStatsSync() = default;
+  virtual Tensor forward(BatchNorm& layer, const Tensor& input, double momentum_factor) = 0;
+};
+
 class BatchNorm : public Module {
  public:
   Tensor forward(const Tensor& input) override;
+  // With a sync set, training-mode forwards take their statistics from every process's batch
+  // (distributed::convert_sync_batchnorm sets it); null restores per-process statistics.
+  void set_stats_sync(std::shared_ptr<BatchStatsSync> sync) { stats_sync_ = std::move(sync); }
+  const std::shared_ptr<BatchStatsSync>& stats_sync() const { return stats_sync_; }
 
   int64_t num_features;
   double eps;
@@ -32,6 +47,7 @@ class BatchNorm : public Module {
 
  private:
   std::vector<int64_t> accepted_ranks_;
+  std::shared_ptr<BatchStatsSync> stats_sync_;
 };
 
 // Input (N, C) or (N, C, L).

@@ -288,6 +288,7 @@ case "$cuda_result" in
     fi ;;
   *) fail "test_cuda result: $cuda_result" ;;
 esac
+[ -n "$GPU_INFO" ] && ! python3 -c 'import json, sys; sys.exit(0 if any(t["name"].rsplit(" / ", 1)[-1] == "cuda_nccl" and t["result"] == "OK" for t in map(json.loads, filter(str.strip, open(sys.argv[1])))) else 1)' "$BUILD/meson-logs/testlog.json" && fail "test_cuda_nccl (NCCL process group, world size 1) did not run and pass on the GPU (log: $LOGDIR/test.log)"
 
 # ---------------------------------------------------------------------------------------------- benchmarks
 benches=()

@@ -32,6 +32,9 @@ void add_options(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
   app.add_option("--seed", c.seed, "seed for initialisation, shuffling and random ops")->capture_default_str();
   app.add_option("--threads", c.threads, "intra-op CPU threads")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--workers", c.workers, "data-loading worker threads (0: assemble batches in the training thread)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--checkpoint-dir", c.checkpoint_dir,
                  "write model.safetensors and checkpoint.safetensors here after every epoch (atomically)");
   app.add_option("--resume", c.resume, "continue exactly from a checkpoint directory (or its checkpoint.safetensors)");

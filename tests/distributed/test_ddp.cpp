@@ -16,7 +16,10 @@
 #include "distributed/ddp.h"
 #include "distributed/errors.h"
 #include "models/models.h"
+#include "distributed/sync_batch_norm.h"
+#include "nn/container.h"
 #include "nn/linear.h"
+#include "nn/normalization.h"
 #include "optim/sgd.h"
 #include "tensor/ops/factories.h"
 #include "tests/distributed/multiprocess.h"
@@ -105,7 +108,53 @@ class WithSpare : public nn::Module {
   bool use_spare_;
 };
 
+// Linear -> BatchNorm1d -> ReLU -> Linear.
+class BNNet : public nn::Module {
+ public:
+  BNNet() : nn::Module("BNNet") {
+    Generator gen(4);
+    fc1 = register_module("fc1", std::make_shared<nn::Linear>(12, 16, true, &gen));
+    bn = register_module("bn", std::make_shared<nn::BatchNorm1d>(16));
+    fc2 = register_module("fc2", std::make_shared<nn::Linear>(16, 3, true, &gen));
+  }
+  Tensor forward(const Tensor& x) override { return (*fc2)(relu((*bn)((*fc1)(x)))); }
+  std::shared_ptr<nn::Linear> fc1, fc2;
+  std::shared_ptr<nn::BatchNorm1d> bn;
+};
+
 }  // namespace
+
+TEST_CASE("SyncBatchNorm: 2 ranks x batch B match one process with batch 2B, running statistics included") {
+  auto outcomes = run_job(2, [](int rank) {
+    init_process_group(quick());
+    auto model = std::make_shared<BNNet>();
+    auto reference = std::make_shared<BNNet>();
+    expect(convert_sync_batchnorm(*model) == 1, "one BatchNorm converted");
+    DistributedDataParallel ddp(model);
+    optim::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9});
+    optim::SGD ref_opt(reference->parameters(), {.lr = 0.1, .momentum = 0.9});
+    const int64_t batch = 6;
+    for (int step = 0; step < 4; ++step) {
+      Generator gen(50 + step);
+      Tensor x = randn({2 * batch, 12}, {}, &gen);
+      Tensor y = randint(0, 3, {2 * batch}, {.dtype = DType::i64}, &gen);
+      opt.zero_grad();
+      cross_entropy(ddp(x.narrow(0, rank * batch, batch)), y.narrow(0, rank * batch, batch)).backward();
+      opt.step();
+      ref_opt.zero_grad();
+      cross_entropy((*reference)(x), y).backward();
+      ref_opt.step();
+    }
+    const double diff = max_relative_difference(*model, *reference);
+    expect(diff < 1e-5, "parameters differ by " + std::to_string(diff));
+    const double mean_diff = max(abs(sub(model->bn->running_mean, reference->bn->running_mean))).item<double>();
+    const double var_diff = max(abs(sub(model->bn->running_var, reference->bn->running_var))).item<double>();
+    expect(mean_diff < 1e-5 && var_diff < 1e-5,
+           "running stats differ by " + std::to_string(mean_diff) + " / " + std::to_string(var_diff));
+    destroy_process_group();
+  });
+  expect_all_ok(outcomes);
+}
 
 TEST_CASE("DDP with 2 ranks x batch B equals one process with batch 2B (MLP, CNN, copies and bucket views)") {
   auto outcomes = run_job(2, [](int rank) {
@@ -282,4 +331,25 @@ TEST_CASE("a rank that dies during training ends the other's training with an er
   CHECK(outcomes[0].exit_code == 1);
   CHECK(outcomes[0].report.find("lost the connection to rank 1") != std::string::npos);
   CHECK(outcomes[0].seconds < 30);
+}
+
+TEST_CASE("a rank that skips a backward makes every rank fail with a DesyncError naming the steps") {
+  auto outcomes = run_job(2, [](int rank) {
+    init_process_group(quick());
+    Generator gen(2);
+    auto model = models::make_model("mlp", &gen);
+    DistributedDataParallel ddp(model);
+    Tensor x = randn({4, 784}, {}, &gen);
+    for (int step = 0; step < 4; ++step) {
+      Tensor loss = sum(ddp(x));
+      if (rank == 1 && step == 1) continue;  // forgot this backward
+      loss.backward();
+    }
+  });
+  for (const auto& outcome : outcomes) {
+    INFO(outcome.report);
+    CHECK(outcome.exit_code == 1);
+    CHECK(outcome.report.find("ranks are out of step") != std::string::npos);
+    CHECK(outcome.report.find("rank 0 after 2, rank 1 after 3") != std::string::npos);
+  }
 }

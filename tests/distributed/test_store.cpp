@@ -45,6 +45,9 @@ struct Fixture {
   std::shared_ptr<Store> store;
   // A second handle on the same data (another client / object), for cross-thread tests.
   std::function<std::shared_ptr<Store>()> another;
+  // Where timeouts are set: the store itself, or the store under a PrefixStore (whose timeout it follows).
+  Store* timeouts = nullptr;
+  Store& timeout_owner() { return timeouts ? *timeouts : *store; }
 };
 
 std::vector<std::function<Fixture()>> fixtures() {
@@ -56,7 +59,8 @@ std::vector<std::function<Fixture()>> fixtures() {
       [] {
         auto base = std::make_shared<HashStore>();
         auto s = std::make_shared<PrefixStore>("job", base);
-        return Fixture{"PrefixStore(HashStore)", s, [base] { return std::make_shared<PrefixStore>("job", base); }};
+        return Fixture{"PrefixStore(HashStore)", s, [base] { return std::make_shared<PrefixStore>("job", base); },
+                       base.get()};
       },
       [] {
         const std::string dir = temp_dir();
@@ -72,8 +76,7 @@ std::vector<std::function<Fixture()>> fixtures() {
         o.token = "tok";
         auto s = std::make_shared<TCPStore>("127.0.0.1", 0, o);
         const uint16_t port = s->port();
-        return Fixture{"TCPStore", s,
-                       [port] {
+        return Fixture{"TCPStore", s, [port] {
                          TCPStoreOptions c;
                          c.timeout = 5s;
                          c.token = "tok";
@@ -86,7 +89,8 @@ std::vector<std::function<Fixture()>> fixtures() {
         o.timeout = 5s;
         auto tcp = std::make_shared<TCPStore>("127.0.0.1", 0, o);
         auto s = std::make_shared<PrefixStore>("pg0", tcp);
-        return Fixture{"PrefixStore(TCPStore)", s, [tcp] { return std::make_shared<PrefixStore>("pg0", tcp); }};
+        return Fixture{"PrefixStore(TCPStore)", s, [tcp] { return std::make_shared<PrefixStore>("pg0", tcp); },
+                       tcp.get()};
       },
   };
 }
@@ -179,14 +183,17 @@ TEST_CASE("stores: get and wait time out naming the missing keys") {
     Store& s = *f.store;
     s.set("present", "1");
     const auto start = std::chrono::steady_clock::now();
-    check_error<TimeoutError>([&] { s.wait({"present", "absent1", "absent2"}, 150ms); },
-                              {"wait", "timed out after 150 ms", "absent1', '", "absent2'"});
+    check_error<TimeoutError>(
+        [&] {
+          s.wait({"present", "absent1", "absent2"}, 150ms);
+        },
+        {"wait", "timed out after 150 ms", "absent1', '", "absent2'"});
     try {
       s.wait({"present", "absent1"}, 50ms);
     } catch (const TimeoutError& e) {
       CHECK(std::string(e.what()).find("'present'") == std::string::npos);
     }
-    s.set_timeout(120ms);
+    f.timeout_owner().set_timeout(120ms);
     check_error<TimeoutError>([&] { s.get("missing"); }, {"get(", "missing", "timed out after 120 ms"});
     CHECK(std::chrono::steady_clock::now() - start < 10s);
   }

@@ -37,12 +37,12 @@ constexpr int kCheckFailed = 10;
 constexpr int kThrew = 11;
 constexpr int kNoPort = 12;
 
-#define CHILD_EXPECT(cond)                                                               \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
+#define CHILD_EXPECT(cond)                                                                             \
+  do {                                                                                                 \
+    if (!(cond)) {                                                                                     \
       std::fprintf(stderr, "child %d: expectation failed: %s (line %d)\n", getpid(), #cond, __LINE__); \
-      return kCheckFailed;                                                               \
-    }                                                                                    \
+      return kCheckFailed;                                                                             \
+    }                                                                                                  \
   } while (0)
 
 // Forks a child running fn(); its return value (or kThrew) is the exit status.

@@ -151,9 +151,7 @@ TEST_CASE("TCPStore: one client object shared by threads (a parked get does not 
   TCPStoreServer server("127.0.0.1", 0, "");
   TCPStore store("127.0.0.1", server.port(), client_options());
   std::atomic<bool> got{false};
-  std::thread waiter([&] {
-    got = store.get_string("key") == "value";
-  });
+  std::thread waiter([&] { got = store.get_string("key") == "value"; });
   std::this_thread::sleep_for(100ms);
   const auto start = Clock::now();
   store.set("key", "value");  // the same object, from another thread, while get() waits
@@ -187,9 +185,10 @@ TEST_CASE("TCPStore: clients retry until the server appears") {
 TEST_CASE("TCPStore: a port in use names host:port and the fix") {
   TCPStoreServer first("127.0.0.1", 0, "");
   const std::string where = "127.0.0.1:" + std::to_string(first.port());
-  check_error<RendezvousError>([&] { TCPStoreServer second("127.0.0.1", first.port(), ""); },
-                               {where, "already in use", "another job or a previous run still holds it",
-                                "choose another MASTER_PORT", "syncgrad-launch pick a free port"});
+  check_error<RendezvousError>(
+      [&] { TCPStoreServer second("127.0.0.1", first.port(), ""); },
+      {"TCPStoreServer: cannot serve on " + where, "already in use", "another job or a previous run still holds it",
+       "choose another MASTER_PORT", "syncgrad-launch pick a free port"});
   TCPStoreOptions o;
   o.is_server = true;
   check_error<RendezvousError>([&] { TCPStore s("127.0.0.1", first.port(), o); }, {where, "already in use"});
@@ -198,10 +197,9 @@ TEST_CASE("TCPStore: a port in use names host:port and the fix") {
 TEST_CASE("TCPStore: an unreachable master is a RendezvousError after the timeout") {
   ReservedPort nobody;
   const auto start = Clock::now();
-  check_error<RendezvousError>(
-      [&] { TCPStore s("127.0.0.1", nobody.port, client_options("", 300ms)); },
-      {"127.0.0.1:" + std::to_string(nobody.port), "within 300 ms", "Connection refused", "rank 0", "MASTER_ADDR",
-       "firewall"});
+  check_error<RendezvousError>([&] { TCPStore s("127.0.0.1", nobody.port, client_options("", 300ms)); },
+                               {"127.0.0.1:" + std::to_string(nobody.port), "within 300 ms", "Connection refused",
+                                "rank 0", "MASTER_ADDR", "firewall"});
   const auto elapsed = Clock::now() - start;
   CHECK(elapsed >= 250ms);  // it retried, not just failed once
   CHECK(elapsed < 10s);
@@ -209,12 +207,13 @@ TEST_CASE("TCPStore: an unreachable master is a RendezvousError after the timeou
 
 TEST_CASE("TCPStore: a host that does not resolve is named") {
   check_error<RendezvousError>([] { TCPStore s("no-such-host.invalid", 29500, client_options("", 300ms)); },
-                               {"no-such-host.invalid", "cannot resolve", "MASTER_ADDR"});
-  check_error<RendezvousError>([] { TCPStoreServer s("no-such-host.invalid", 0, ""); }, {"no-such-host.invalid"});
+                               {"TCPStore", "no-such-host.invalid", "cannot resolve", "MASTER_ADDR"});
+  check_error<RendezvousError>([] { TCPStoreServer s("no-such-host.invalid", 0, ""); },
+                               {"TCPStoreServer", "no-such-host.invalid"});
 }
 
 TEST_CASE("TCPStore: a listener that never answers the handshake does not hang the client") {
-  net::Fd silent = net::listen_tcp("127.0.0.1", 0);  // accepts into the backlog, never reads
+  net::Fd silent = net::listen_tcp("127.0.0.1", 0, "test");  // accepts into the backlog, never reads
   const uint16_t port = net::local_port(silent.get());
   const auto start = Clock::now();
   check_error<RendezvousError>([&] { TCPStore s("127.0.0.1", port, client_options("", 300ms)); },
@@ -323,11 +322,13 @@ TEST_CASE("TCPStore: get and wait timeouts name the keys and the timeout") {
   TCPStore store("127.0.0.1", server.port(), client_options("", 150ms));
   store.set("here", "1");
   const std::string where = "127.0.0.1:" + std::to_string(server.port());
-  check_error<TimeoutError>([&] { store.get("never"); },
-                            {"TCPStore(" + where + ").get('never')", "timed out after 150 ms",
-                             "keys still missing: 'never'"});
-  check_error<TimeoutError>([&] { store.wait({"here", "gone1", "gone2"}, 100ms); },
-                            {"wait", "100 ms", "'gone1', 'gone2'"});
+  check_error<TimeoutError>([&] { store.get("never"); }, {"TCPStore(" + where + ").get('never')",
+                                                          "timed out after 150 ms", "keys still missing: 'never'"});
+  check_error<TimeoutError>(
+      [&] {
+        store.wait({"here", "gone1", "gone2"}, 100ms);
+      },
+      {"wait", "100 ms", "'gone1', 'gone2'"});
   // The connection is still in sync after timeouts.
   CHECK(store.get_string("here") == "1");
 }
@@ -341,8 +342,8 @@ TEST_CASE("TCPStore: the server going away while a client waits is a PeerError, 
     server.reset();
   });
   const auto start = Clock::now();
-  check_error<PeerError>([&] { store.get("never"); }, {"127.0.0.1:" + std::to_string(port), "get('never')",
-                                                       "closed the connection", "rank 0"});
+  check_error<PeerError>([&] { store.get("never"); },
+                         {"127.0.0.1:" + std::to_string(port), "get('never')", "closed the connection", "rank 0"});
   stopper.join();
   CHECK(Clock::now() - start < 10s);
   // Later requests fail at once instead of retrying for the whole timeout.
@@ -358,6 +359,9 @@ TEST_CASE("TCPStore: client-side limits are ValueErrors before anything is sent"
   check_error<ValueError>([&] { store.set(long_key, "v"); }, {"kMaxStoreKeyBytes", "4097"});
   check_error<ValueError>([&] { store.get(long_key); }, {"kMaxStoreKeyBytes"});
   check_error<ValueError>([&] { store.wait({"a", long_key}, 1s); }, {"kMaxStoreKeyBytes"});
+  const Bytes too_big(kMaxStoreValueBytes + 1, 0);
+  check_error<ValueError>([&] { store.set("k", too_big); }, {"kMaxStoreValueBytes"});
+  check_error<ValueError>([&] { store.compare_set("k", {}, too_big); }, {"kMaxStoreValueBytes"});
   std::vector<std::string> many(kMaxStoreKeysPerRequest + 1, "k");
   check_error<ValueError>([&] { store.check(many); }, {"kMaxStoreKeysPerRequest"});
   // A key at the limit and a large value still work.

@@ -35,8 +35,9 @@ check "long lines: each long line whole" \
 check "long lines: tails" test "$(grep -cE '^\[rank[01]\]: tail$' "$tmp/long")" -eq 2
 
 # Output written right before a failing exit is not lost, nor that of a rank stopped by SIGTERM.
-"$launch" --nproc-per-node 2 sh -c 'if [ $RANK = 1 ]; then sleep 0.2; printf "last words"; exit 4; fi; \
-  trap "echo terminated; exit 1" TERM; echo ready; while :; do sleep 0.05; done' >"$tmp/fail" 2>/dev/null; status=$?
+"$launch" --nproc-per-node 2 sh -c "if [ \$RANK = 1 ]; then until [ -e $tmp/ready ]; do sleep 0.01; done; \
+  printf 'last words'; exit 4; fi; trap 'echo terminated; exit 1' TERM; echo ready; touch $tmp/ready; \
+  while :; do sleep 0.05; done" >"$tmp/fail" 2>/dev/null; status=$?
 check "failing job: status 4" test $status -eq 4
 check "failing rank's partial line" grep -qx '\[rank1\]: last words' "$tmp/fail"
 check "stopped rank's output before and after SIGTERM" \

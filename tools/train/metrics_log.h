@@ -14,6 +14,7 @@ struct StepMetrics {
   double lr = 0;
   double samples_per_second = 0;
   double elapsed_seconds = 0;
+  double data_wait_percent = 0;  // share of the interval spent waiting for batches
 };
 
 class MetricsLog {

@@ -9,7 +9,7 @@ std::string TrainConfig::to_json() const {
   nlohmann::json j = {{"model", model},       {"data_dir", data_dir},   {"epochs", epochs},
                       {"batch_size", batch_size}, {"lr", lr},           {"optimizer", optimizer},
                       {"momentum", momentum}, {"weight_decay", weight_decay}, {"seed", seed},
-                      {"threads", threads},   {"shuffle", shuffle},     {"max_steps", max_steps}};
+                      {"threads", threads},   {"workers", workers},     {"shuffle", shuffle},     {"max_steps", max_steps}};
   return j.dump();
 }
 
@@ -26,6 +26,7 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.weight_decay = j.at("weight_decay").get<double>();
   c.seed = j.at("seed").get<uint64_t>();
   c.threads = j.at("threads").get<int>();
+  c.workers = j.value("workers", c.workers);  // absent in checkpoints written before --workers existed
   c.shuffle = j.at("shuffle").get<bool>();
   c.max_steps = j.at("max_steps").get<int64_t>();
   return c;

@@ -18,6 +18,7 @@ struct TrainConfig {
   double weight_decay = 0.0;
   uint64_t seed = 0;
   int threads = 1;
+  int workers = 2;        // DataLoader worker threads (0: batches are assembled in the training thread)
   std::string checkpoint_dir;
   std::string resume;     // a checkpoint directory or checkpoint file to continue from
   std::string init_from;  // a .safetensors file with model weights to start from

@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "data/fashion_mnist.h"
+#include "data/loader.h"
 #include "models/models.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
@@ -56,13 +57,6 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vect
   throw ValueError("--optimizer: unknown optimizer \"" + c.optimizer + "\"; choose sgd, adam or adamw");
 }
 
-// The order of samples in `epoch`: a permutation that depends only on (seed, epoch), or 0..n-1.
-Tensor epoch_order(const TrainConfig& c, int epoch, int64_t n) {
-  if (!c.shuffle) return arange(n);
-  Generator gen = Generator(c.seed).split(static_cast<uint64_t>(epoch));
-  return randperm(n, &gen);
-}
-
 double evaluate(nn::Module& model, const data::MnistSplit& split) {
   NoGradGuard no_grad;
   model.eval();
@@ -102,64 +96,70 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& out) {
   std::optional<MetricsLog> log;
   if (!c.log_file.empty()) log.emplace(c.log_file);
 
+  // Batches come from a DataLoader in the order the trainer always used: RandomSampler(n, seed) at each
+  // epoch (or file order); its state is the checkpoint's (epoch, batch_in_epoch).
   const int64_t n = train_set.labels.numel();
-  const int64_t batches_per_epoch = (n + c.batch_size - 1) / c.batch_size;
+  auto train_data = std::make_shared<data::TensorDataset>(train_set.images, train_set.labels);
+  data::DataLoader loader(train_data, {.batch_size = c.batch_size, .shuffle = c.shuffle, .num_workers = c.workers,
+                                       .seed = c.seed});
+  loader.load_state({position.epoch, position.batch_in_epoch});
+  const int64_t batches_per_epoch = loader.num_batches();
   const int64_t planned_steps = c.max_steps > 0 ? std::min<int64_t>(c.max_steps, batches_per_epoch * c.epochs)
                                                 : batches_per_epoch * c.epochs;
   out << "training " << c.model << " on " << n << " images (" << dir << "), " << c.epochs << " epoch(s), batch "
-      << c.batch_size << ", " << c.optimizer << " lr " << c.lr << ", " << c.threads << " thread(s)\n";
+      << c.batch_size << ", " << c.optimizer << " lr " << c.lr << ", " << c.threads << " thread(s), " << c.workers
+      << " data worker(s)\n";
 
   TrainSummary summary;
   cpu_allocator().reset_peak();
   auto start = Clock::now();
   auto window_start = start;
+  double window_wait_start = 0;
   int64_t window_samples = 0;
-  bool stop = false;
+  bool stop = c.max_steps > 0 && position.step >= c.max_steps;
   for (int epoch = position.epoch; epoch < c.epochs && !stop; ++epoch) {
-    Tensor order = epoch_order(c, epoch, n);
-    for (int64_t b = position.batch_in_epoch; b < batches_per_epoch; ++b) {
-      if (c.max_steps > 0 && position.step >= c.max_steps) {
-        stop = true;
-        break;
-      }
-      int64_t begin = b * c.batch_size, len = std::min(c.batch_size, n - begin);
-      Tensor index = raw::narrow(order, 0, begin, len);
-      Tensor images = raw::index_select(train_set.images, 0, index);  // (B, 1, 28, 28)
-      Tensor labels = raw::index_select(train_set.labels, 0, index);  // (B)
-      Tensor loss = cross_entropy(model->forward(images), labels);
+    for (data::Batch& batch : loader) {
+      const int64_t len = batch.target.numel();
+      Tensor loss = cross_entropy(model->forward(batch.data), batch.target);  // data (B, 1, 28, 28), target (B)
       optimizer->zero_grad();
       loss.backward();
       double loss_value = loss.item<double>();
       if (!std::isfinite(loss_value)) {
         throw NonFiniteLossError("training stopped: the loss became " + std::to_string(loss_value) + " at step " +
                                  std::to_string(position.step + 1) + " (epoch " + std::to_string(epoch + 1) +
-                                 ", batch " + std::to_string(b + 1) + "); lower --lr (now " + std::to_string(c.lr) +
-                                 ") or check the input data");
+                                 ", batch " + std::to_string(loader.state().batches_consumed) + "); lower --lr (now " +
+                                 std::to_string(c.lr) + ") or check the input data");
       }
       optimizer->step();
       ++position.step;
-      position.batch_in_epoch = b + 1;
       summary.samples += len;
       window_samples += len;
       if (position.step % c.log_every == 0 || position.step == planned_steps) {
         double window = seconds_since(window_start);
         double rate = window > 0 ? window_samples / window : 0;
+        double wait_percent = window > 0 ? 100.0 * (loader.data_wait_seconds() - window_wait_start) / window : 0;
         double elapsed = seconds_since(start);
         double eta = rate > 0 ? (planned_steps - position.step) * static_cast<double>(c.batch_size) / rate : 0;
-        char line[160];
-        std::snprintf(line, sizeof line, "epoch %d/%d  step %lld/%lld  loss %.4f  %.0f samples/s  ETA %s\n",
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "epoch %d/%d  step %lld/%lld  loss %.4f  %.0f samples/s  data-wait %.1f%%  ETA %s\n",
                       epoch + 1, c.epochs, static_cast<long long>(position.step),
-                      static_cast<long long>(planned_steps), loss_value, rate, format_duration(eta).c_str());
+                      static_cast<long long>(planned_steps), loss_value, rate, wait_percent,
+                      format_duration(eta).c_str());
         out << line << std::flush;
-        if (log) log->write({position.step, epoch + 1, loss_value, optimizer->lr(), rate, elapsed});
+        if (log) log->write({position.step, epoch + 1, loss_value, optimizer->lr(), rate, elapsed, wait_percent});
         window_start = Clock::now();
+        window_wait_start = loader.data_wait_seconds();
         window_samples = 0;
       }
+      if (c.max_steps > 0 && position.step >= c.max_steps) {
+        stop = true;
+        break;
+      }
     }
-    if (!stop) {
-      position.epoch = epoch + 1;
-      position.batch_in_epoch = 0;
-    }
+    const data::LoaderState next = loader.state();
+    position.epoch = static_cast<int>(next.epoch);
+    position.batch_in_epoch = next.batches_consumed;
     position.rng_seed = default_generator().seed();
     position.rng_offset = default_generator().offset();
     if (!c.checkpoint_dir.empty()) {
