@@ -74,6 +74,8 @@
 #include "data/loader_errors.h"
 #include "data/loader_options.h"
 #include "data/worker_info.h"
+#include "data/batch_maker.h"
+#include "data/worker_pool.h"
 #include "data/loader.h"
 #include "data/cifar10.h"
 #include "data/transforms.h"

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   attr.hostname = "127.0.0.1";
   auto raw_context = std::make_shared<gloo::rendezvous::Context>(rank, world);
   GlooStore raw_store(std::make_shared<PrefixStore>("bench_raw_gloo", default_store()), world);
-  raw_context->connectFullMesh(raw_store, gloo::transport::tcp::CreateDevice(attr));
+  auto raw_device = gloo::transport::tcp::CreateDevice(attr);
+  raw_context->connectFullMesh(raw_store, raw_device);
   const ReduceKernel sum = reduce_kernel(DType::f32, ReduceOp::kSum, "bench");
 
   if (rank == 0) {

@@ -242,7 +242,8 @@ TEST_CASE("argument errors name the tensor and the fix, and leave the group usab
                           {"allreduce", "avg", "floating"});
   check_error<ValueError>([&] { group->broadcast(good, 1); }, {"broadcast", "root 1", "0..0"});
   check_error<ValueError>([&] { group->allgather({good, good}, good); }, {"allgather", "2 output", "world size 1"});
-  check_error<ShapeError>([&] { group->allgather({ones({3}, {.device = kCuda0})}, good); }, {"allgather", "output 0", "[3]"});
+  check_error<ShapeError>([&] { group->allgather({ones({3}, {.device = kCuda0})}, good); },
+                          {"allgather", "output 0", "[3]"});
   check_error<DeviceError>([&] { group->allgather({ones({4, 6})}, good); }, {"allgather", "output 0", "cpu"});
   check_error<ValueError>([&] { group->reduce_scatter(good, {}); }, {"reduce_scatter", "0 input", "world size 1"});
   check_error<ShapeError>([&] { group->reduce_scatter(good, {ones({4, 6}, {.dtype = DType::f64, .device = kCuda0})}); },

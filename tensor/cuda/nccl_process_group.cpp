@@ -104,11 +104,21 @@ struct ProcessGroupNCCL::Shared {
   }
 };
 
-#define SG_NCCL_CALL(shared, description, expr) (shared).check_call((expr), #expr, description)
-
 namespace {
 
 using Shared = ProcessGroupNCCL::Shared;
+
+// What a collective's body enqueues with: the communicator, the NCCL stream, and checked NCCL calls.
+struct Enqueue {
+  Shared& shared;
+  const std::string& description;
+  ncclComm_t comm() const { return shared.comm->get(); }
+  cudaStream_t stream() const { return shared.stream; }
+  void check(ncclResult_t r, const char* what) const { shared.check_call(r, what, description); }
+};
+
+// SG_NCCL_CALL(q, ncclAllReduce(...)): errors name the call as written.
+#define SG_NCCL_CALL(q, expr) (q).check((expr), #expr)
 
 // The handle of one collective: done when its completion event (recorded on the NCCL stream) has fired.
 // Holds the tensors (the caller's and the staging buffers) until then.
@@ -212,7 +222,7 @@ class NcclWork final : public Work {
 // run (or will run) a collective this rank did not.
 std::shared_ptr<Work> launch(const std::shared_ptr<Shared>& shared,
                              const std::function<std::string(uint64_t seq)>& describe_seq, std::vector<Tensor> keep,
-                             const std::function<void(const std::string& description)>& body) {
+                             const std::function<void(const Enqueue&)>& body) {
   std::lock_guard lock(shared->mutex);
   const std::string description = describe_seq(shared->next_seq);
   if (!shared->broken.empty()) {
@@ -228,7 +238,7 @@ std::shared_ptr<Work> launch(const std::shared_ptr<Shared>& shared,
     SG_CUDA_CHECK(cudaEventRecord(shared->ready, compute_stream(shared->device)));
     SG_CUDA_CHECK(cudaStreamWaitEvent(shared->stream, shared->ready, 0));
     try {
-      body(description);
+      body(Enqueue{*shared, description});
     } catch (const Error&) {
       // Whatever was enqueued before the failure still runs: the Work's release orders reuse after it.
       if (cudaEventRecord(done, shared->stream) != cudaSuccess) cudaGetLastError();
@@ -256,8 +266,8 @@ void check_tensor(const Shared& s, const Tensor& t, const char* collective, cons
   const std::string group_device = Device(DeviceType::kCUDA, s.device).str();
   if (!t.defined()) throw ValueError(head + " is an undefined tensor");
   if (!t.device().is_cuda()) {
-    throw DeviceError(head + " is on " + t.device().str() + ", but the nccl backend handles CUDA tensors; move it with .to(" +
-                      group_device + ") or use backend \"gloo\" for CPU tensors");
+    throw DeviceError(head + " is on " + t.device().str() + ", but the nccl backend handles CUDA tensors; move it " +
+                      "with .to(" + group_device + ") or use backend \"gloo\" for CPU tensors");
   }
   if (t.device().index != s.device) {
     throw DeviceError(head + " is on " + t.device().str() + ", but this rank's NCCL group uses " + group_device +
@@ -340,14 +350,14 @@ std::shared_ptr<Work> ProcessGroupNCCL::allreduce(const Tensor& tensor, ReduceOp
   check_tensor(*shared_, tensor, "allreduce", "the tensor");
   const ncclDataType_t type = nccl_reduce_type(tensor.dtype(), op, "allreduce");
   const ncclRedOp_t nccl_op = nccl_reduce_op(op);
-  Shared& s = *shared_;
-  return launch(shared_, [&](uint64_t seq) { return describe("allreduce", seq, tensor, reduce_op_name(op)); },
-                {tensor}, [&](const std::string& description) {
-                  if (tensor.numel() == 0) return;
-                  void* data = tensor.data_ptr();
-                  const size_t count = tensor.numel();
-                  SG_NCCL_CALL(s, description, ncclAllReduce(data, data, count, type, nccl_op, s.comm->get(), s.stream));
-                });
+  auto body = [&](const Enqueue& q) {
+    if (tensor.numel() == 0) return;
+    void* data = tensor.data_ptr();
+    const size_t count = tensor.numel();
+    SG_NCCL_CALL(q, ncclAllReduce(data, data, count, type, nccl_op, q.comm(), q.stream()));
+  };
+  auto name = [&](uint64_t seq) { return describe("allreduce", seq, tensor, reduce_op_name(op)); };
+  return launch(shared_, name, {tensor}, body);
 }
 
 std::shared_ptr<Work> ProcessGroupNCCL::broadcast(const Tensor& tensor, int root) {
@@ -356,75 +366,81 @@ std::shared_ptr<Work> ProcessGroupNCCL::broadcast(const Tensor& tensor, int root
     throw ValueError("rank " + std::to_string(rank()) + ": broadcast: root " + std::to_string(root) +
                      " is outside 0.." + std::to_string(size() - 1));
   }
-  Shared& s = *shared_;
-  return launch(shared_, [&](uint64_t seq) { return describe("broadcast", seq, tensor, "root " + std::to_string(root)); },
-                {tensor}, [&](const std::string& description) {
-                  if (tensor.numel() == 0) return;
-                  void* data = tensor.data_ptr();
-                  const size_t bytes = tensor.nbytes();
-                  SG_NCCL_CALL(s, description, ncclBroadcast(data, data, bytes, ncclUint8, root, s.comm->get(), s.stream));
-                });
+  // No arithmetic: any dtype travels as bytes.
+  auto body = [&](const Enqueue& q) {
+    if (tensor.numel() == 0) return;
+    void* data = tensor.data_ptr();
+    const size_t bytes = tensor.nbytes();
+    SG_NCCL_CALL(q, ncclBroadcast(data, data, bytes, ncclUint8, root, q.comm(), q.stream()));
+  };
+  auto name = [&](uint64_t seq) { return describe("broadcast", seq, tensor, "root " + std::to_string(root)); };
+  return launch(shared_, name, {tensor}, body);
 }
 
 std::shared_ptr<Work> ProcessGroupNCCL::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_tensor(*shared_, input, "allgather", "the input");
   check_count(*shared_, outputs.size(), "allgather", "output");
-  for (size_t r = 0; r < outputs.size(); ++r) check_like(*shared_, outputs[r], input, "allgather", "output " + std::to_string(r));
-  Shared& s = *shared_;
+  for (size_t r = 0; r < outputs.size(); ++r) {
+    check_like(*shared_, outputs[r], input, "allgather", "output " + std::to_string(r));
+  }
   const size_t bytes = input.nbytes();
-  // NCCL gathers into one buffer; the outputs may be anywhere, so gather into staging and copy out.
+  // NCCL gathers into one buffer and the outputs may be anywhere: gather (as bytes) into staging, copy out.
   Tensor staging = empty({static_cast<int64_t>(bytes) * size()}, {.dtype = DType::u8, .device = input.device()});
+  auto body = [&](const Enqueue& q) {
+    if (bytes == 0) return;
+    auto* gathered = static_cast<char*>(staging.data_ptr());
+    SG_NCCL_CALL(q, ncclAllGather(input.data_ptr(), gathered, bytes, ncclUint8, q.comm(), q.stream()));
+    for (size_t r = 0; r < outputs.size(); ++r) {
+      SG_CUDA_CHECK(cudaMemcpyAsync(outputs[r].data_ptr(), gathered + r * bytes, bytes, cudaMemcpyDeviceToDevice,
+                                    q.stream()));
+    }
+  };
   std::vector<Tensor> keep = outputs;
   keep.push_back(input);
   keep.push_back(staging);
-  return launch(shared_, [&](uint64_t seq) { return describe("allgather", seq, input); }, std::move(keep),
-                [&](const std::string& description) {
-                  if (bytes == 0) return;
-                  auto* gathered = static_cast<char*>(staging.data_ptr());
-                  SG_NCCL_CALL(s, description, ncclAllGather(input.data_ptr(), gathered, bytes, ncclUint8, s.comm->get(), s.stream));
-                  for (size_t r = 0; r < outputs.size(); ++r) {
-                    SG_CUDA_CHECK(cudaMemcpyAsync(outputs[r].data_ptr(), gathered + r * bytes, bytes,
-                                                  cudaMemcpyDeviceToDevice, s.stream));
-                  }
-                });
+  auto name = [&](uint64_t seq) { return describe("allgather", seq, input); };
+  return launch(shared_, name, std::move(keep), body);
 }
 
 std::shared_ptr<Work> ProcessGroupNCCL::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                                                        ReduceOp op) {
   check_tensor(*shared_, output, "reduce_scatter", "the output");
   check_count(*shared_, inputs.size(), "reduce_scatter", "input");
-  for (size_t r = 0; r < inputs.size(); ++r) check_like(*shared_, inputs[r], output, "reduce_scatter", "input " + std::to_string(r));
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    check_like(*shared_, inputs[r], output, "reduce_scatter", "input " + std::to_string(r));
+  }
   const ncclDataType_t type = nccl_reduce_type(output.dtype(), op, "reduce_scatter");
   const ncclRedOp_t nccl_op = nccl_reduce_op(op);
-  Shared& s = *shared_;
   const size_t bytes = output.nbytes();
   // NCCL scatters from one buffer: copy the inputs into staging first.
   Tensor staging = empty({static_cast<int64_t>(bytes) * size()}, {.dtype = DType::u8, .device = output.device()});
+  auto body = [&](const Enqueue& q) {
+    if (bytes == 0) return;
+    auto* all = static_cast<char*>(staging.data_ptr());
+    for (size_t r = 0; r < inputs.size(); ++r) {
+      SG_CUDA_CHECK(cudaMemcpyAsync(all + r * bytes, inputs[r].data_ptr(), bytes, cudaMemcpyDeviceToDevice,
+                                    q.stream()));
+    }
+    void* out = output.data_ptr();
+    const size_t count = output.numel();
+    SG_NCCL_CALL(q, ncclReduceScatter(all, out, count, type, nccl_op, q.comm(), q.stream()));
+  };
   std::vector<Tensor> keep = inputs;
   keep.push_back(output);
   keep.push_back(staging);
-  return launch(shared_, [&](uint64_t seq) { return describe("reduce_scatter", seq, output, reduce_op_name(op)); },
-                std::move(keep), [&](const std::string& description) {
-                  if (bytes == 0) return;
-                  auto* all = static_cast<char*>(staging.data_ptr());
-                  for (size_t r = 0; r < inputs.size(); ++r) {
-                    SG_CUDA_CHECK(cudaMemcpyAsync(all + r * bytes, inputs[r].data_ptr(), bytes,
-                                                  cudaMemcpyDeviceToDevice, s.stream));
-                  }
-                  const size_t count = output.numel();
-                  SG_NCCL_CALL(s, description, ncclReduceScatter(all, output.data_ptr(), count, type, nccl_op, s.comm->get(), s.stream));
-                });
+  auto name = [&](uint64_t seq) { return describe("reduce_scatter", seq, output, reduce_op_name(op)); };
+  return launch(shared_, name, std::move(keep), body);
 }
 
 std::shared_ptr<Work> ProcessGroupNCCL::barrier() {
-  Shared& s = *shared_;
   // A one-element allreduce: it completes on a rank once every rank has joined it.
-  Tensor token = empty({1}, {.dtype = DType::i32, .device = Device(DeviceType::kCUDA, s.device)});
-  return launch(shared_, [](uint64_t seq) { return "barrier #" + std::to_string(seq); }, {token},
-                [&](const std::string& description) {
-                  void* data = token.data_ptr();
-                  SG_NCCL_CALL(s, description, ncclAllReduce(data, data, 1, ncclInt32, ncclSum, s.comm->get(), s.stream));
-                });
+  Tensor token = empty({1}, {.dtype = DType::i32, .device = Device(DeviceType::kCUDA, shared_->device)});
+  auto body = [&](const Enqueue& q) {
+    void* data = token.data_ptr();
+    SG_NCCL_CALL(q, ncclAllReduce(data, data, 1, ncclInt32, ncclSum, q.comm(), q.stream()));
+  };
+  auto name = [](uint64_t seq) { return "barrier #" + std::to_string(seq); };
+  return launch(shared_, name, {token}, body);
 }
 
 void register_nccl_process_group() {

@@ -370,3 +370,64 @@ TEST_CASE("TCPStore: client-side limits are ValueErrors before anything is sent"
   store.set(max_key, big);
   CHECK(store.get(max_key) == big);
 }
+
+TEST_CASE("TCPStore: pipelined raw requests are answered in order, a parked GET holding back the rest") {
+  TCPStoreServer server("127.0.0.1", 0, "");
+  net::Fd fd = raw_connect(server.port());
+  Bytes batch = hello("");
+  for (const Bytes& frame : {proto::Writer(proto::Type::kSet).str(std::string("a")).str(std::string("1")).finish(),
+                             proto::Writer(proto::Type::kGet).str(std::string("later")).i64(5000).finish(),
+                             proto::Writer(proto::Type::kAdd).str(std::string("n")).i64(2).finish()}) {
+    batch.insert(batch.end(), frame.begin(), frame.end());
+  }
+  raw_send(fd, batch);
+  CHECK(read_reply_type(fd) == int(proto::Type::kHelloOk));
+  CHECK(read_reply_type(fd) == int(proto::Type::kOk));
+  TCPStore other("127.0.0.1", server.port(), client_options());
+  CHECK_FALSE(other.check({"n"}));  // the ADD waits behind the parked GET
+  other.set("later", "now");
+  CHECK(read_reply_type(fd) == int(proto::Type::kValue));
+  CHECK(read_reply_type(fd) == int(proto::Type::kInt));
+  CHECK(other.get_string("n") == "2");
+}
+
+TEST_CASE("TCPStore: many clients and an abusive one at the same time") {
+  TCPStoreServer server("127.0.0.1", 0, "tok");
+  std::atomic<bool> stop{false};
+  std::thread abuser([&] {
+    for (int i = 0; !stop && i < 200; ++i) {
+      net::Fd fd = raw_connect(server.port());
+      const Bytes junk{uint8_t(i), 0xff, uint8_t(i * 7), 0x00, uint8_t(i % 9), 1, 2, 3};
+      ::send(fd.get(), junk.data(), junk.size(), MSG_NOSIGNAL);
+    }
+  });
+  constexpr int kClients = 16;
+  constexpr int kOps = 40;
+  std::vector<std::thread> clients;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kClients; ++t) {
+    clients.emplace_back([&, t] {
+      try {
+        TCPStore store("127.0.0.1", server.port(), client_options("tok"));
+        for (int i = 0; i < kOps; ++i) {
+          const std::string key = std::to_string(t) + "/" + std::to_string(i);
+          store.set(key, key);
+          if (store.get_string(key) != key) ++failures;
+          store.add("total", 1);
+        }
+        // Every client waits for a key the next one sets: parked requests all over the server.
+        store.set("ring/" + std::to_string(t), "x");
+        store.wait({"ring/" + std::to_string((t + 1) % kClients)}, 5s);
+      } catch (const std::exception& e) {
+        MESSAGE(e.what());
+        ++failures;
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  stop = true;
+  abuser.join();
+  CHECK(failures == 0);
+  TCPStore check("127.0.0.1", server.port(), client_options("tok"));
+  CHECK(check.get_string("total") == std::to_string(kClients * kOps));
+}
