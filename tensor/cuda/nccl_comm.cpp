@@ -145,7 +145,7 @@ NcclComm::~NcclComm() {
     ncclResult_t r = ncclCommFinalize(comm_);
     if (r == ncclInProgress) r = wait_ready(Clock::now() + timeout_);
     if (r == ncclSuccess) {
-      ncclCommDestroy(comm_);
+      ncclCommDestroy(comm_);  // frees local resources only; a failure here leaves nothing to retry or report
       comm_ = nullptr;
       return;
     }

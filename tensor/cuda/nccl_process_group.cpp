@@ -131,7 +131,9 @@ class NcclWork final : public Work {
         keep_(std::move(keep)) {}
 
   ~NcclWork() override {
-    release(cudaEventQuery(done_) == cudaSuccess);
+    const cudaError_t e = cudaEventQuery(done_);
+    if (e != cudaSuccess) cudaGetLastError();  // not ready, or the runtime is gone: nothing to report here
+    release(e == cudaSuccess);
     if (cudaEventDestroy(done_) != cudaSuccess) cudaGetLastError();
   }
 
@@ -172,8 +174,8 @@ class NcclWork final : public Work {
       complete(nullptr, true);
       return true;
     }
+    cudaGetLastError();  // the runtime records even cudaErrorNotReady; a later kernel-launch check must not see it
     if (e != cudaErrorNotReady) {
-      cudaGetLastError();
       const std::string message = shared_->head(description()) + " failed on cuda:" +
                                   std::to_string(shared_->device) + ": cudaEventQuery(done) reported " +
                                   cuda_error_text(e) + "; the group is aborted";
