@@ -81,13 +81,16 @@ std::shared_ptr<const data::Dataset> fashion_mnist(std::string& source) {
 
 // data_batch_1..5.bin with `per_file` random records each, in the CIFAR-10 binary format; returns the directory.
 std::string write_cifar_files(int64_t per_file) {
-  std::string dir = (std::filesystem::temp_directory_path() / ("syncgrad-bench-cifar-" + std::to_string(getpid()))).string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("syncgrad-bench-cifar-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir);
   Generator gen(2);
   for (const std::string& name : data::cifar10_files(true)) {
     std::vector<char> bytes(static_cast<size_t>(per_file * data::kCifarRecordBytes));
     for (char& b : bytes) b = static_cast<char>(gen.next_below(256));
-    for (int64_t r = 0; r < per_file; ++r) bytes[static_cast<size_t>(r * data::kCifarRecordBytes)] = static_cast<char>(r % 10);
+    for (int64_t r = 0; r < per_file; ++r) {
+      bytes[static_cast<size_t>(r * data::kCifarRecordBytes)] = static_cast<char>(r % 10);  // label byte
+    }
     std::ofstream(dir + "/" + name, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
   return dir;
@@ -199,7 +202,9 @@ int main(int argc, char** argv) {
     for (int w : {0, 2}) {
       StepShare s = cnn_step_share(mnist, w, o);
       std::printf("%-48s %10.2f %9.2f%%\n", (std::to_string(w) + " workers").c_str(), s.step_ms, s.wait_percent);
-      if (w == 2) std::printf("target: data-wait under 2%% with 2 workers: %s\n", s.wait_percent < 2 ? "met" : "NOT met");
+      if (w == 2) {
+        std::printf("target: data-wait under 2%% with 2 workers: %s\n", s.wait_percent < 2 ? "met" : "NOT met");
+      }
     }
     return 0;
   } catch (const std::exception& e) {

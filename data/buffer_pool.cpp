@@ -3,6 +3,7 @@
 // (the pool or a batch outliving it) goes away.
 #include "data/buffer_pool.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -69,9 +70,8 @@ Tensor BufferPool::empty(const Shape& shape, DType dtype) {
     numel *= extent;
   }
   const size_t nbytes = static_cast<size_t>(numel) * element_size(dtype);
-  const size_t size = (nbytes + 64) / 64 * 64;  // at least one 64-byte line, so size 0 is a valid block too
+  const size_t size = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;  // whole 64-byte lines, at least one
   void* block = nullptr;
-  bool reused = false;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     auto it = state_->free_blocks.find(size);
@@ -80,7 +80,6 @@ Tensor BufferPool::empty(const Shape& shape, DType dtype) {
       it->second.pop_back();
       state_->stats.cached_bytes -= size;
       ++state_->stats.reuses;
-      reused = true;
     } else {
       ++state_->stats.fresh_allocations;
     }
@@ -88,7 +87,7 @@ Tensor BufferPool::empty(const Shape& shape, DType dtype) {
   }
   try {
     if (block == nullptr) block = state_->new_block(size);
-    else if (reused && state_->pinned_backend != nullptr) state_->wait_for_pending_copies();
+    else if (state_->pinned_backend != nullptr) state_->wait_for_pending_copies();
   } catch (...) {
     std::lock_guard<std::mutex> lock(state_->mutex);
     --state_->stats.blocks_in_use;

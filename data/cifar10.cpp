@@ -62,9 +62,10 @@ CifarSplit read_cifar10_file(const std::string& path) {
   for (int64_t r = 0; r < n; ++r) {
     const uint8_t* record = bytes.data() + r * kCifarRecordBytes;
     if (record[0] >= kNumClasses) {
-      throw ValueError("read_cifar10 '" + path + "': record " + std::to_string(r) + " (offset " +
-                       std::to_string(r * kCifarRecordBytes) + "): label byte is " + std::to_string(record[0]) +
-                       ", expected a class index 0..9 (mislabelled, or not a CIFAR-10 file: CIFAR-100 has 2 label bytes)");
+      throw ValueError(
+          "read_cifar10 '" + path + "': record " + std::to_string(r) + " (offset " +
+          std::to_string(r * kCifarRecordBytes) + "): label byte is " + std::to_string(record[0]) +
+          ", expected a class index 0..9 (mislabelled, or not a CIFAR-10 file: CIFAR-100 has 2 label bytes)");
     }
     labels[r] = record[0];
     std::copy(record + 1, record + kCifarRecordBytes, pixels + r * kCifarImageBytes);

@@ -24,7 +24,8 @@ struct DataLoaderOptions {
   // Collate into page-locked host memory when a CUDA device is present (so batch.data.to(cuda, true) copies
   // asynchronously); otherwise plain aligned host memory, which the loader says once on stderr.
   bool pin_memory = false;
-  // Seconds to wait for one batch before a TimeoutError; 0 waits as long as it takes.
+  // Seconds to wait for one batch from the workers before a TimeoutError; 0 waits as long as it takes. With
+  // num_workers == 0 the batch is loaded in the caller and there is nothing to time out.
   double timeout = 0;
   // Keep the worker threads between epochs instead of starting them at every begin().
   bool persistent_workers = false;

@@ -15,8 +15,12 @@ namespace syncgrad::data {
 
 TokenWindowDataset::TokenWindowDataset(const std::string& path, int64_t block_size, int64_t stride)
     : block_size_(block_size), stride_(stride == 0 ? block_size : stride) {
-  if (block_size < 1) throw ValueError("TokenWindowDataset: block_size must be >= 1, got " + std::to_string(block_size));
-  if (stride < 0) throw ValueError("TokenWindowDataset: stride must be >= 0 (0: block_size), got " + std::to_string(stride));
+  if (block_size < 1) {
+    throw ValueError("TokenWindowDataset: block_size must be >= 1, got " + std::to_string(block_size));
+  }
+  if (stride < 0) {
+    throw ValueError("TokenWindowDataset: stride must be >= 0 (0: block_size), got " + std::to_string(stride));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int error_number = errno;

@@ -21,7 +21,9 @@ Tensor checked_image(const Tensor& image, const char* who) {
   if (image.dtype() != DType::f32) {
     throw DTypeError(std::string(who) + ": expected a float32 image, got " + dtype_name(image.dtype()));
   }
-  if (!image.device().is_cpu()) throw DeviceError(std::string(who) + ": expected a CPU image, got " + image.device().str());
+  if (!image.device().is_cpu()) {
+    throw DeviceError(std::string(who) + ": expected a CPU image, got " + image.device().str());
+  }
   return raw::contiguous(image);
 }
 

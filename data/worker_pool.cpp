@@ -129,7 +129,7 @@ std::optional<Batch> WorkerPool::next(double timeout_seconds) {
   auto node = results_.extract(batch);
   ++next_take_;
   lock.unlock();
-  work_cv_.notify_all();
+  work_cv_.notify_one();  // one more batch may be dispatched
   Result& result = node.mapped();
   if (result.error) std::rethrow_exception(result.error);
   return std::move(result.batch);

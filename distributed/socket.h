@@ -93,7 +93,6 @@ struct IoResult {
 IoResult send_all(int fd, const uint8_t* data, size_t size, Deadline deadline);
 IoResult recv_exact(int fd, uint8_t* data, size_t size, Deadline deadline);
 
-void set_nonblocking(int fd);
 void set_nodelay(int fd);
 
 }  // namespace syncgrad::distributed::net

@@ -92,14 +92,15 @@ struct TCPStore::Connection {
     const net::Deadline deadline = net::Deadline::after(timeout);
     const Bytes hello = proto::Writer(Type::kHello).u32(proto::kMagic).u32(proto::kVersion).str(token).finish();
     Reply r;
-    const std::string failure = exchange(fd, hello, deadline, r);
-    if (failure == "timeout") {
+    std::string failure;
+    const Outcome outcome = exchange(fd, hello, deadline, r, failure);
+    if (outcome == Outcome::kTimeout) {
       throw RendezvousError("TCPStore: connected to " + where + " but got no answer to the handshake within " +
                             millis(timeout) +
                             "; the port may belong to another service than the store (check "
                             "MASTER_PORT), or the server is stopped");
     }
-    if (!failure.empty()) {
+    if (outcome == Outcome::kBroken) {
       throw PeerError("TCPStore: the handshake with " + where + " failed: " + failure +
                       "; is it a syncgrad store server (check MASTER_ADDR/MASTER_PORT)?");
     }
@@ -111,9 +112,12 @@ struct TCPStore::Connection {
       } catch (const proto::ProtocolError&) {
         reason = "no reason given";
       }
-      throw PeerError("TCPStore: the store server at " + where + " rejected this process's token (" + reason +
-                      "); SYNCGRAD_STORE_TOKEN must be the one the launcher set for this job (is another job "
-                      "using the same MASTER_ADDR:MASTER_PORT?)");
+      if (reason != proto::kWrongToken) {
+        throw PeerError("TCPStore: the store server at " + where + " refused this client: " + reason);
+      }
+      throw PeerError("TCPStore: the store server at " + where +
+                      " rejected this process's token; SYNCGRAD_STORE_TOKEN must be the one the launcher set for "
+                      "this job (is another job using the same MASTER_ADDR:MASTER_PORT?)");
     }
     bool ok = r.type == Type::kHelloOk;
     if (ok) {
@@ -132,12 +136,17 @@ struct TCPStore::Connection {
     return fd;
   }
 
-  // Sends a frame and reads one reply. Returns "" on success, "timeout", or the reason the connection broke.
-  std::string exchange(const net::Fd& fd, const Bytes& frame, net::Deadline deadline, Reply& reply) const {
-    auto broken = [](const net::IoResult& io) -> std::string {
-      if (io.status == net::IoStatus::kTimeout) return "timeout";
-      if (io.error == 0) return "the server closed the connection";
-      return "the connection broke (" + net::errno_text(io.error) + ")";
+  // How one request/reply went: kBroken carries the reason in `failure`.
+  enum class Outcome { kOk, kTimeout, kBroken };
+
+  // Sends a frame and reads one reply before the deadline.
+  Outcome exchange(const net::Fd& fd, const Bytes& frame, net::Deadline deadline, Reply& reply,
+                   std::string& failure) const {
+    auto broken = [&](const net::IoResult& io) {
+      if (io.status == net::IoStatus::kTimeout) return Outcome::kTimeout;
+      failure = io.error == 0 ? "the server closed the connection"
+                              : "the connection broke (" + net::errno_text(io.error) + ")";
+      return Outcome::kBroken;
     };
     net::IoResult io = net::send_all(fd.get(), frame.data(), frame.size(), deadline);
     if (io.status != net::IoStatus::kOk) return broken(io);
@@ -147,13 +156,14 @@ struct TCPStore::Connection {
     const uint32_t n = proto::load_u32(head);
     const size_t limit = head[4] >= 0x80 ? proto::max_body(head[4]) : 0;
     if (limit == 0 || n < 1 || n > limit) {
-      return "malformed reply (type " + std::to_string(head[4]) + ", " + std::to_string(n) + " bytes)";
+      failure = "malformed reply (type " + std::to_string(head[4]) + ", " + std::to_string(n) + " bytes)";
+      return Outcome::kBroken;
     }
     reply.type = static_cast<Type>(head[4]);
     reply.body.resize(n - 1);
     io = net::recv_exact(fd.get(), reply.body.data(), reply.body.size(), deadline);
     if (io.status != net::IoStatus::kOk) return broken(io);
-    return "";
+    return Outcome::kOk;
   }
 
   // One request/reply on an idle (or new) connection. `expected` lists the reply types that fit the request;
@@ -174,12 +184,13 @@ struct TCPStore::Connection {
     }
     if (!fd.valid()) fd = open(connect_timeout);
     Reply r;
-    const std::string failure = exchange(fd, frame, net::Deadline::after(reply_timeout), r);
-    if (failure == "timeout") {
+    std::string failure;
+    const Outcome outcome = exchange(fd, frame, net::Deadline::after(reply_timeout), r, failure);
+    if (outcome == Outcome::kTimeout) {
       throw TimeoutError("TCPStore." + op + ": no reply from the store server at " + where + " within " +
                          millis(reply_timeout) + "; the server process may be stopped or overloaded");
     }
-    if (!failure.empty()) {
+    if (outcome == Outcome::kBroken) {
       {
         std::lock_guard<std::mutex> lock(mutex);
         lost = failure + " during " + op;

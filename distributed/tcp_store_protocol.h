@@ -45,8 +45,9 @@ namespace syncgrad::distributed::store_protocol {
 
 inline constexpr uint32_t kMagic = 0x54534753;  // the bytes "SGST"
 inline constexpr uint32_t kVersion = 1;
-inline constexpr size_t kHeaderBytes = 5;         // u32 length + u8 type
-inline constexpr size_t kMaxMessageBytes = 4096;  // REJECTED / ERROR texts
+inline constexpr size_t kHeaderBytes = 5;                  // u32 length + u8 type
+inline constexpr size_t kMaxMessageBytes = 4096;           // REJECTED / ERROR texts
+inline constexpr const char* kWrongToken = "wrong token";  // the REJECTED reason for a bad token
 
 enum class Type : uint8_t {
   kHello = 0x01,

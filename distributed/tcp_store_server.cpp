@@ -296,7 +296,7 @@ void Loop::handle(uint64_t id, Conn& c, Type type, proto::Reader& r) {
         return;
       }
       if (!same_token(token, token_)) {
-        reject(c, "wrong token");
+        reject(c, proto::kWrongToken);
         return;
       }
       c.authenticated = true;
@@ -375,8 +375,7 @@ void Loop::handle(uint64_t id, Conn& c, Type type, proto::Reader& r) {
       }
       return;
     }
-    default:
-      throw proto::ProtocolError("not a request");
+    default: throw proto::ProtocolError("not a request");
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -81,7 +82,9 @@ void load_cuda_module(BackendState& state) {
 
 }  // namespace
 
-void* DeviceBackend::host_alloc(size_t nbytes) { return std::aligned_alloc(64, (nbytes + 64) / 64 * 64); }
+void* DeviceBackend::host_alloc(size_t nbytes) {
+  return std::aligned_alloc(64, (std::max<size_t>(nbytes, 1) + 63) / 64 * 64);
+}
 
 void DeviceBackend::host_free(void* ptr) { std::free(ptr); }
 

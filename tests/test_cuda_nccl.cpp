@@ -1,8 +1,11 @@
-// The NCCL process group on the GPU at world size 1 (NCCL allows one rank per GPU): every collective, ReduceOp
-// and dtype against values computed on the CPU, ordering after the compute stream, the Work API, argument and
-// device errors (which leave the group usable), a rendezvous that never completes (setup times out and aborts),
-// and a wait that times out (the communicator is aborted, later calls fail at once).
-// Without a usable CUDA device the binary prints why and exits with 77, which meson reports as SKIP.
+// The NCCL process group against values computed on the CPU: at world size 1 (NCCL allows one rank per GPU)
+// every collective, ReduceOp and dtype, ordering after the compute stream, the Work API, argument and device
+// errors (which leave the group usable), a rendezvous that never completes (setup times out and aborts), two
+// ranks on one GPU, and a wait that times out (the communicator is aborted, later calls fail at once). With two
+// devices, also two ranks as threads: results that combine both, and a peer that never joins a collective.
+// Without a usable CUDA device the binary prints why and exits with 77, which meson reports as SKIP (or 1 when
+// $SYNCGRAD_TEST_REQUIRE_CUDA is set). tests/meson.build also runs it against a host-memory NCCL stand-in
+// ($SYNCGRAD_TEST_NCCL_EMULATED; tensor/cuda/nccl_emulation.cpp), which adds injected NCCL errors.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -11,8 +14,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "distributed/errors.h"
@@ -44,9 +49,11 @@ std::shared_ptr<ProcessGroup> make_group(std::chrono::milliseconds timeout = std
   return make_process_group("nccl", std::make_shared<HashStore>(), 0, 1, options);
 }
 
+bool emulated() { return std::getenv("SYNCGRAD_TEST_NCCL_EMULATED") != nullptr; }
+
 // A CPU tensor of `shape` whose element i is a small value that depends on i and `salt` (non-negative for u8,
-// 0/1 for bool, with a fraction for floating dtypes), exact in every dtype.
-Tensor sample(const Shape& shape, DType dtype, int salt) {
+// 0/1 for bool, with a fraction for floating dtypes), times `scale`; exact in every dtype for scale 1.
+Tensor sample(const Shape& shape, DType dtype, int salt, int scale = 1) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::vector<double> values(n);
@@ -60,6 +67,7 @@ Tensor sample(const Shape& shape, DType dtype, int salt) {
       values[i] = static_cast<double>(k - 11) + (is_floating(dtype) ? 0.25 * (i % 4) : 0.0);
     }
   }
+  for (double& v : values) v *= scale;
   return from_vector(values, shape, {.dtype = DType::f64}).to(dtype);
 }
 
@@ -98,7 +106,12 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 int main(int argc, char** argv) {
   if (!cuda_is_available()) {
-    std::printf("SKIP test_cuda_nccl: %s\n", backend_unavailable_reason(DeviceType::kCUDA).c_str());
+    const std::string reason = backend_unavailable_reason(DeviceType::kCUDA);
+    if (std::getenv("SYNCGRAD_TEST_REQUIRE_CUDA") != nullptr) {
+      std::printf("FAIL test_cuda_nccl: SYNCGRAD_TEST_REQUIRE_CUDA is set but %s\n", reason.c_str());
+      return 1;
+    }
+    std::printf("SKIP test_cuda_nccl: %s\n", reason.c_str());
     std::fflush(stdout);
     return 77;  // meson: skipped
   }
@@ -293,6 +306,10 @@ TEST_CASE("a rendezvous that never completes ends in an error within the timeout
 }
 
 TEST_CASE("a wait that times out aborts the communicator; later collectives fail at once") {
+  if (emulated()) {
+    MESSAGE("emulated NCCL: the timeout path is covered by the tests of a peer that never joins");
+    return;
+  }
   auto group = make_group(std::chrono::milliseconds{60'000});
   // About 10 ms of device work (1 GiB fills and gathers) queued before waiting 1 ms for the last collective.
   const int64_t n = int64_t{1} << 28;
@@ -327,4 +344,146 @@ TEST_CASE("a wait that times out aborts the communicator; later collectives fail
   Tensor t = ones({8}, {.device = kCuda0});
   fresh->allreduce(t)->wait();
   CHECK(to_vector<float>(t)[7] == 1.0f);
+}
+
+TEST_CASE("two ranks on one GPU: NCCL refuses, and the error says to give each rank its own device") {
+  auto store = std::make_shared<HashStore>();
+  std::string errors[2];
+  auto rank_main = [&](int rank) {
+    ProcessGroupOptions options;
+    options.device_index = 0;
+    options.timeout = std::chrono::milliseconds{3000};
+    try {
+      make_process_group("nccl", store, rank, 2, options);
+    } catch (const DistributedError& e) {
+      errors[rank] = e.what();
+    }
+  };
+  std::thread other(rank_main, 1);
+  rank_main(0);
+  other.join();
+  INFO("rank 0: " << errors[0]);
+  INFO("rank 1: " << errors[1]);
+  CHECK(!errors[0].empty());
+  CHECK(!errors[1].empty());
+  CHECK((contains(errors[0], "same GPU") || contains(errors[1], "same GPU")));
+}
+
+namespace {
+
+// Runs body(rank) on two threads, rank r on cuda:r, and returns what each threw ("" for nothing).
+std::vector<std::string> run_two_ranks(const std::function<void(int rank)>& body) {
+  std::vector<std::string> errors(2);
+  auto guarded = [&](int rank) {
+    try {
+      body(rank);
+    } catch (const std::exception& e) {
+      errors[rank] = e.what();
+    }
+  };
+  std::thread other(guarded, 1);
+  guarded(0);
+  other.join();
+  return errors;
+}
+
+std::shared_ptr<ProcessGroup> make_rank(const std::shared_ptr<Store>& store, int rank,
+                                        std::chrono::milliseconds timeout = std::chrono::milliseconds{60'000}) {
+  ProcessGroupOptions options;
+  options.device_index = rank;
+  options.timeout = timeout;
+  return make_process_group("nccl", store, rank, 2, options);
+}
+
+}  // namespace
+
+TEST_CASE("world size 2 (two devices, ranks as threads): results combine both ranks like the CPU reduction") {
+  if (cuda_device_count() < 2) {
+    MESSAGE("one CUDA device: world size 2 needs two (one GPU per rank)");
+    return;
+  }
+  auto store = std::make_shared<HashStore>();
+  std::vector<std::string> mismatches[2];
+  const Shape shape = {1001};
+  auto errors = run_two_ranks([&](int rank) {
+    const Device device(DeviceType::kCUDA, rank);
+    auto group = make_rank(store, rank);
+    auto expect = [&](bool ok, const std::string& what) {
+      if (!ok) mismatches[rank].push_back(what);
+    };
+    // Half types are not summed by the emulation at world size 2 (and u8 sums would wrap).
+    for (DType dtype : {DType::f32, DType::f64, DType::i64, DType::i32}) {
+      const std::string name = dtype_name(dtype);
+      const std::vector<Tensor> x = {sample(shape, dtype, 1, 1), sample(shape, dtype, 1, 2)};
+      for (ReduceOp op : kOps) {
+        if (op == ReduceOp::kAvg && !is_floating(dtype)) continue;
+        Tensor t = x[rank].to(device);
+        group->allreduce(t, op)->wait();
+        expect(same_bytes(t, cpu_reduce(x, op)), "allreduce " + name + " " + reduce_op_name(op));
+        // inputs[k] of rank r holds sample(salt k) * (r + 1); output of rank r reduces inputs[r] of both.
+        std::vector<Tensor> inputs = {sample(shape, dtype, 0, rank + 1).to(device),
+                                      sample(shape, dtype, 1, rank + 1).to(device)};
+        Tensor out = zeros(shape, {.dtype = dtype, .device = device});
+        group->reduce_scatter(out, inputs, op)->wait();
+        const std::vector<Tensor> parts = {sample(shape, dtype, rank, 1), sample(shape, dtype, rank, 2)};
+        expect(same_bytes(out, cpu_reduce(parts, op)), "reduce_scatter " + name + " " + reduce_op_name(op));
+      }
+      Tensor b = x[rank].to(device);
+      group->broadcast(b, 1)->wait();
+      expect(same_bytes(b, x[1]), "broadcast root 1 " + name);
+      if (!emulated()) {  // the emulation's copies do not wait for an unfinished gather
+        std::vector<Tensor> outputs = {zeros(shape, {.dtype = dtype, .device = device}),
+                                       zeros(shape, {.dtype = dtype, .device = device})};
+        group->allgather(outputs, x[rank].to(device))->wait();
+        expect(same_bytes(outputs[0], x[0]) && same_bytes(outputs[1], x[1]), "allgather " + name);
+      }
+    }
+    group->barrier()->wait();
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    CHECK(errors[r] == "");
+    for (const std::string& m : mismatches[r]) FAIL_CHECK("differs from the CPU: " << m);
+  }
+}
+
+TEST_CASE("a peer that never joins a collective: wait times out and aborts; the peer then fails too") {
+  if (cuda_device_count() < 2) {
+    MESSAGE("one CUDA device: world size 2 needs two (one GPU per rank)");
+    return;
+  }
+  auto store = std::make_shared<HashStore>();
+  std::shared_ptr<ProcessGroup> groups[2];
+  auto errors = run_two_ranks([&](int rank) { groups[rank] = make_rank(store, rank, std::chrono::milliseconds{500}); });
+  REQUIRE(errors[0] == "");
+  REQUIRE(errors[1] == "");
+  Tensor t0 = ones({64}, {.device = Device(DeviceType::kCUDA, 0)});
+  auto stuck = groups[0]->allreduce(t0);  // rank 1 never calls it
+  const auto start = std::chrono::steady_clock::now();
+  check_error<TimeoutError>([&] { stuck->wait(); },
+                            {"rank 0: allreduce #0 (sum, float32, 64 elements) did not finish within 500 ms",
+                             "aborted"});
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  check_error<DistributedError>([&] { groups[0]->barrier(); }, {"barrier #1", "failed earlier"});
+  // Rank 1 now runs a collective whose peer is gone: it fails (a peer error, or its own timeout).
+  Tensor t1 = ones({64}, {.device = Device(DeviceType::kCUDA, 1)});
+  check_error<DistributedError>([&] { groups[1]->allreduce(t1)->wait(); }, {"rank 1: allreduce #0"});
+}
+
+TEST_CASE("an asynchronous NCCL error fails the collective with a PeerError and breaks the group") {
+  if (!emulated()) {
+    MESSAGE("needs the NCCL stand-in's injected errors ($SYNCGRAD_TEST_NCCL_EMULATED)");
+    return;
+  }
+  setenv("SYNCGRAD_FAKE_NCCL_REMOTE_ERROR_AT", "1", 1);
+  auto group = make_group(std::chrono::milliseconds{10'000});
+  unsetenv("SYNCGRAD_FAKE_NCCL_REMOTE_ERROR_AT");
+  Tensor t = ones({16}, {.device = kCuda0});
+  group->allreduce(t)->wait();
+  auto failing = group->allreduce(t, ReduceOp::kMax);
+  check_error<PeerError>([&] { failing->wait(); },
+                         {"rank 0: allreduce #1 (max, float32, 16 elements) failed", "ncclRemoteError",
+                          "injected remote error", "peer rank"});
+  CHECK(failing->is_completed());
+  check_error<DistributedError>([&] { group->broadcast(t); }, {"broadcast #2", "failed earlier", "ncclRemoteError"});
 }

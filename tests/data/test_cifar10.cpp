@@ -28,7 +28,9 @@ TEST_CASE("read_cifar10_file reads labels and CHW pixels record by record") {
 
 TEST_CASE("load_cifar10 joins data_batch_1..5 for train and reads test_batch for test; the dataset scales to [0, 1]") {
   TempDir dir;
-  for (int b = 1; b <= 5; ++b) write_bytes(dir.file("data_batch_" + std::to_string(b) + ".bin"), cifar_bytes({uint8_t(b), 1}));
+  for (int b = 1; b <= 5; ++b) {
+    write_bytes(dir.file("data_batch_" + std::to_string(b) + ".bin"), cifar_bytes({uint8_t(b), 1}));
+  }
   write_bytes(dir.file("test_batch.bin"), cifar_bytes({7}));
   data::CifarSplit train = data::load_cifar10(dir.file(""), true);
   CHECK(train.labels.numel() == 10);

@@ -129,7 +129,9 @@ TEST_CASE("collation reuses pooled buffers and never overwrites a batch the call
 
 TEST_CASE("pin_memory: pinned host buffers with a CUDA device, else plain memory and one line on stderr") {
   auto ds = std::make_shared<CountingDataset>(8);
-  if (std::getenv("SYNCGRAD_TEST_REQUIRE_CUDA") != nullptr) REQUIRE_MESSAGE(cuda_is_available(), backend_unavailable_reason(DeviceType::kCUDA));
+  if (std::getenv("SYNCGRAD_TEST_REQUIRE_CUDA") != nullptr) {
+    REQUIRE_MESSAGE(cuda_is_available(), backend_unavailable_reason(DeviceType::kCUDA));
+  }
   if (cuda_is_available()) {
     DataLoader loader(ds, {.batch_size = 4, .num_workers = 1, .pin_memory = true});
     CHECK(loader.pinned());

@@ -88,7 +88,8 @@ TEST_CASE("TransformDataset composes per dataset; a DataLoader gives the same au
   auto base = std::make_shared<data::TensorDataset>(rand({20, 3, 8, 8}), arange(20));
   auto augment = std::make_shared<data::Compose>(std::vector<std::shared_ptr<const data::Transform>>{
       std::make_shared<data::RandomCrop>(8, 1), std::make_shared<data::RandomHorizontalFlip>(),
-      std::make_shared<data::Normalize>(std::vector<float>{0.5f, 0.5f, 0.5f}, std::vector<float>{0.25f, 0.25f, 0.25f})});
+      std::make_shared<data::Normalize>(std::vector<float>{0.5f, 0.5f, 0.5f},
+                                        std::vector<float>{0.25f, 0.25f, 0.25f})});
   auto ds = std::make_shared<data::TransformDataset>(base, augment);
   CHECK(to_vector<float>(ds->get(3).data) == to_vector<float>(ds->get(3).data));
   std::vector<float> runs[2];

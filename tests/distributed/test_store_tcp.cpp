@@ -275,6 +275,17 @@ TEST_CASE("TCPStore: raw sockets with garbage, oversized lengths or requests bef
     CHECK(read_reply_type(fd) == int(proto::Type::kRejected));
     CHECK(closed_by_server(fd));
   }
+  SUBCASE("another protocol version is refused with a reason") {
+    net::Fd fd = raw_connect(port);
+    raw_send(fd, proto::Writer(proto::Type::kHello).u32(proto::kMagic).u32(99).str(std::string("tok")).finish());
+    CHECK(read_reply_type(fd) == int(proto::Type::kRejected));
+    CHECK(closed_by_server(fd));
+  }
+  SUBCASE("a HELLO with the wrong magic is garbage") {
+    net::Fd fd = raw_connect(port);
+    raw_send(fd, proto::Writer(proto::Type::kHello).u32(0x12345678).u32(1).str(std::string("tok")).finish());
+    CHECK(closed_by_server(fd));
+  }
   SUBCASE("malformed fields: a key length past the end of the message") {
     net::Fd fd = raw_connect(port);
     raw_send(fd, hello("tok"));

@@ -9,7 +9,8 @@ std::string TrainConfig::to_json() const {
   nlohmann::json j = {{"model", model},       {"data_dir", data_dir},   {"epochs", epochs},
                       {"batch_size", batch_size}, {"lr", lr},           {"optimizer", optimizer},
                       {"momentum", momentum}, {"weight_decay", weight_decay}, {"seed", seed},
-                      {"threads", threads},   {"workers", workers},     {"shuffle", shuffle},     {"max_steps", max_steps}};
+                      {"threads", threads},   {"workers", workers},     {"shuffle", shuffle},
+                      {"max_steps", max_steps}};
   return j.dump();
 }
 
