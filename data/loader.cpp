@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -24,11 +25,15 @@ void check_options(const Dataset* dataset, const DataLoaderOptions& o) {
   if (o.persistent_workers && o.num_workers == 0) fail("persistent_workers needs num_workers > 0");
 }
 
+// Pinned when asked for and a CUDA device is there; otherwise says so on stderr, once per process.
 std::shared_ptr<BufferPool> make_pool(bool pin_memory) {
   if (!pin_memory) return std::make_shared<BufferPool>(false);
   if (cuda_is_available()) return std::make_shared<BufferPool>(true);
-  std::cerr << "DataLoader: pin_memory=true but " << backend_unavailable_reason(DeviceType::kCUDA)
-            << "; batches go to plain aligned host memory\n";
+  static std::once_flag told;
+  std::call_once(told, [] {
+    std::cerr << "DataLoader: pin_memory=true but " << backend_unavailable_reason(DeviceType::kCUDA)
+              << "; batches go to plain aligned host memory\n";
+  });
   return std::make_shared<BufferPool>(false);
 }
 

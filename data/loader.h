@@ -81,7 +81,8 @@ class DataLoader {
   int64_t batches_delivered_ = 0;
 };
 
-// Move-only input iterator over one epoch; destroying it before the end ends the epoch.
+// Move-only input iterator over one epoch; destroying it before the end ends the epoch. It must not outlive its
+// loader, and the Batch it refers to is replaced by ++ (copy the Batch, a cheap handle, to keep it longer).
 class DataLoader::Iterator {
  public:
   Iterator(Iterator&& other) noexcept;

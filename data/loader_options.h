@@ -22,7 +22,7 @@ struct DataLoaderOptions {
   // At most prefetch_factor x num_workers batches are loading or loaded and not yet handed out.
   int prefetch_factor = 2;
   // Collate into page-locked host memory when a CUDA device is present (so batch.data.to(cuda, true) copies
-  // asynchronously); otherwise plain aligned host memory, which the loader says once on stderr.
+  // asynchronously); otherwise plain aligned host memory, which the first such loader says on stderr.
   bool pin_memory = false;
   // Seconds to wait for one batch from the workers before a TimeoutError; 0 waits as long as it takes. With
   // num_workers == 0 the batch is loaded in the caller and there is nothing to time out.

@@ -1,14 +1,20 @@
-// CPU conv2d kernels: im2col + GEMM (Eigen) per image and group, with one column buffer per worker reused
-// across its images so it stays in cache. Backward: grad_input = col2im(W^T * grad_out), grad_weight =
-// sum over images of grad_out * col^T. 1x1 kernels with stride 1 and no padding use the input as the columns.
-// float32 and float64 run natively; float16/bfloat16 are converted to float32 and back.
-#include <Eigen/Core>
+// CPU conv2d kernels: im2col + the register-tiled GEMM of conv_gemm.h, one image (and group) at a time so the
+// column matrix stays in L2. Column matrices of the vector-wide GEMMs have rows padded to a whole number of
+// vectors (Pp = OH * OW rounded up to kLanes); the padding columns are never read back. Per image:
+//   forward:      out (C_out_g, Pp) = W (C_out_g, K) * col (K, Pp) + bias          K = C_in_g * kH * kW
+//   grad input:   dcol (K, Pp) = W^T (K, C_out_g) * grad_out (C_out_g, Pp), then col2im
+//   grad weight:  dW^T (K, C_out_g) += col (K, J) * grad_out^T (J, C_out_g) over chunks of images, J = their
+//                 OH * OW columns (C_out_g padded to vectors), transposed into grad_weight at the end.
+// Scratch buffers are per thread and reused across calls, so a training step touches no fresh pages. float32
+// and float64 run natively; float16/bfloat16 are converted to float32 and back.
 #include <algorithm>
 #include <functional>
 #include <mutex>
+#include <vector>
 
+#include "tensor/cpu/conv_gemm.h"
+#include "tensor/cpu/conv_im2col.h"
 #include "tensor/cpu/visit.h"
-#include "tensor/cpu/window.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
@@ -17,92 +23,26 @@
 namespace syncgrad::cpu {
 namespace {
 
-template <class T> using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T> using MatrixMap = Eigen::Map<RowMatrix<T>>;
-template <class T> using ConstMatrixMap = Eigen::Map<const RowMatrix<T>>;
-template <class T> using VectorMap = Eigen::Map<Eigen::Vector<T, Eigen::Dynamic>>;
-template <class T> using ConstVectorMap = Eigen::Map<const Eigen::Vector<T, Eigen::Dynamic>>;
-
-// Sizes of one convolution, per group where it matters.
-struct ConvShape {
-  int64_t batch, c_in, h, w;      // input (N, C_in, H, W)
-  int64_t c_out, kh, kw;          // weight (C_out, C_in / groups, kH, kW)
-  int64_t oh, ow;                 // output (N, C_out, OH, OW)
-  int64_t groups;
-  Conv2dParams p;
-
-  int64_t c_in_group() const { return c_in / groups; }
-  int64_t c_out_group() const { return c_out / groups; }
-  int64_t col_rows() const { return c_in_group() * kh * kw; }  // K of the GEMMs
-  int64_t out_plane() const { return oh * ow; }                // P of the GEMMs
-  int64_t in_plane() const { return h * w; }
-  // A 1x1 kernel with stride 1 and no padding: the input plane block already is the column matrix.
-  bool input_is_col() const {
-    return kh == 1 && kw == 1 && p.stride == Size2(1) && p.padding == Size2(0);
-  }
-};
+using conv_gemm::Epilogue;
+using conv_gemm::kLanes;
+using conv_gemm::MatrixA;
 
 ConvShape conv_shape(const Shape& input, const Shape& weight, const Shape& out, const Conv2dParams& p) {
   return {input[0], input[1], input[2], input[3], weight[0], weight[2], weight[3], out[2], out[3], p.groups, p};
 }
 
-// col (C_in_g * kH * kW, OH * OW) <- the receptive fields of one image's group planes src (C_in_g, H, W).
+// n rounded up to a whole number of vectors of T.
 template <class T>
-void im2col(const T* src, T* col, const ConvShape& s) {
-  const int64_t sh = s.p.stride.h, sw = s.p.stride.w;
-  for (int64_t c = 0; c < s.c_in_group(); ++c) {
-    const T* plane = src + c * s.in_plane();
-    for (int64_t ki = 0; ki < s.kh; ++ki) {
-      for (int64_t kj = 0; kj < s.kw; ++kj) {
-        T* row = col + ((c * s.kh + ki) * s.kw + kj) * s.out_plane();
-        const int64_t x0 = kj * s.p.dilation.w - s.p.padding.w;
-        const auto [lo, hi] = valid_range(x0, sw, s.w, s.ow);
-        for (int64_t oy = 0; oy < s.oh; ++oy) {
-          T* out = row + oy * s.ow;
-          const int64_t iy = oy * sh - s.p.padding.h + ki * s.p.dilation.h;
-          if (iy < 0 || iy >= s.h) {
-            std::fill(out, out + s.ow, T(0));
-            continue;
-          }
-          const T* in = plane + iy * s.w;
-          std::fill(out, out + lo, T(0));
-          if (sw == 1) {
-            std::copy(in + lo + x0, in + hi + x0, out + lo);
-          } else {
-            for (int64_t ox = lo; ox < hi; ++ox) out[ox] = in[ox * sw + x0];
-          }
-          std::fill(out + hi, out + s.ow, T(0));
-        }
-      }
-    }
-  }
+int64_t padded(int64_t n) {
+  return (n + kLanes<T> - 1) / kLanes<T> * kLanes<T>;
 }
 
-// dst (C_in_g, H, W) += the column matrix col (C_in_g * kH * kW, OH * OW) folded back onto the input planes.
-template <class T>
-void col2im_add(const T* col, T* dst, const ConvShape& s) {
-  const int64_t sh = s.p.stride.h, sw = s.p.stride.w;
-  for (int64_t c = 0; c < s.c_in_group(); ++c) {
-    T* plane = dst + c * s.in_plane();
-    for (int64_t ki = 0; ki < s.kh; ++ki) {
-      for (int64_t kj = 0; kj < s.kw; ++kj) {
-        const T* row = col + ((c * s.kh + ki) * s.kw + kj) * s.out_plane();
-        const int64_t x0 = kj * s.p.dilation.w - s.p.padding.w;
-        const auto [lo, hi] = valid_range(x0, sw, s.w, s.ow);
-        for (int64_t oy = 0; oy < s.oh; ++oy) {
-          const int64_t iy = oy * sh - s.p.padding.h + ki * s.p.dilation.h;
-          if (iy < 0 || iy >= s.h) continue;
-          const T* in = row + oy * s.ow;
-          T* out = plane + iy * s.w;
-          if (sw == 1) {
-            VectorMap<T>(out + lo + x0, hi - lo) += ConstVectorMap<T>(in + lo, hi - lo);
-          } else {
-            for (int64_t ox = lo; ox < hi; ++ox) out[ox * sw + x0] += in[ox];
-          }
-        }
-      }
-    }
-  }
+// A per-thread buffer of at least n elements, reused across calls (slot tells the buffers of one call apart).
+template <class T, int Slot>
+T* scratch(int64_t n) {
+  thread_local std::vector<T> buffer;
+  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+  return buffer.data();
 }
 
 // Runs body(first_image, last_image) over the batch: split across the intra-op threads when there are several.
@@ -115,30 +55,28 @@ void for_images(int64_t batch, const std::function<void(int64_t, int64_t)>& body
 }
 
 template <class T>
-Tensor column_buffer(const ConvShape& s) {
-  return empty({s.col_rows(), s.out_plane()}, {.dtype = dtype_of<T>()});
-}
-
-template <class T>
 void forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvShape& s) {
   const T* x = input.data_ptr<T>();
   const T* wt = weight.data_ptr<T>();
   const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
   T* y = out.data_ptr<T>();
-  const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group();
+  const int64_t k = s.col_rows(), p = s.out_plane(), pp = padded<T>(p), cog = s.c_out_group();
+  // Output rows of a whole number of vectors are written in place; otherwise through a padded buffer.
+  const bool direct = pp == p;
   for_images(s.batch, [&](int64_t first, int64_t last) {
-    Tensor buffer = s.input_is_col() ? Tensor() : column_buffer<T>(s);
+    T* col = scratch<T, 0>(k * pp + kLanes<T>);
+    T* staged = direct ? nullptr : scratch<T, 1>(cog * pp);
+    T* bordered = scratch<T, 3>(s.bordered_size<T>());
     for (int64_t n = first; n < last; ++n) {
       for (int64_t g = 0; g < s.groups; ++g) {
-        const T* src = x + (n * s.c_in + g * s.c_in_group()) * s.in_plane();
-        const T* col = src;
-        if (!s.input_is_col()) {
-          im2col(src, buffer.data_ptr<T>(), s);
-          col = buffer.data_ptr<T>();
+        im2col(x + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), col, pp, s, bordered);
+        T* y_g = y + (n * s.c_out + g * cog) * p;  // (C_out_g, OH * OW)
+        T* dst = direct ? y_g : staged;
+        conv_gemm::gemm<T, 8, 3>(cog, pp, k, MatrixA<T>{wt + g * cog * k, k, 1}, col, pp, dst, pp,
+                                 {.bias = b != nullptr ? b + g * cog : nullptr});
+        if (!direct) {
+          for (int64_t c = 0; c < cog; ++c) std::copy(staged + c * pp, staged + c * pp + p, y_g + c * p);
         }
-        MatrixMap<T> y_g(y + (n * s.c_out + g * cog) * p, cog, p);  // (C_out_g, OH * OW)
-        y_g.noalias() = ConstMatrixMap<T>(wt + g * cog * k, cog, k) * ConstMatrixMap<T>(col, k, p);
-        if (b != nullptr) y_g.colwise() += ConstVectorMap<T>(b + g * cog, cog);
       }
     }
   });
@@ -149,49 +87,69 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tens
   const T* gy = grad_out.data_ptr<T>();
   const T* wt = weight.data_ptr<T>();
   T* gx = grad_input.data_ptr<T>();
-  const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group();
+  const int64_t k = s.col_rows(), p = s.out_plane(), pp = padded<T>(p), cog = s.c_out_group();
+  const bool direct = pp == p;
   for_images(s.batch, [&](int64_t first, int64_t last) {
-    Tensor buffer = s.input_is_col() ? Tensor() : column_buffer<T>(s);
+    T* dcol = scratch<T, 0>(k * pp + kLanes<T>);
+    T* staged = direct ? nullptr : scratch<T, 1>(cog * pp);
+    T* bordered = scratch<T, 3>(s.bordered_size<T>());
     for (int64_t n = first; n < last; ++n) {
       for (int64_t g = 0; g < s.groups; ++g) {
-        T* dst = gx + (n * s.c_in + g * s.c_in_group()) * s.in_plane();
-        T* col = s.input_is_col() ? dst : buffer.data_ptr<T>();
-        MatrixMap<T>(col, k, p).noalias() = ConstMatrixMap<T>(wt + g * cog * k, cog, k).transpose() *
-                                            ConstMatrixMap<T>(gy + (n * s.c_out + g * cog) * p, cog, p);
-        if (!s.input_is_col()) {
-          std::fill(dst, dst + s.c_in_group() * s.in_plane(), T(0));
-          col2im_add(col, dst, s);
+        const T* gy_g = gy + (n * s.c_out + g * cog) * p;  // (C_out_g, OH * OW)
+        if (!direct) {
+          for (int64_t c = 0; c < cog; ++c) std::copy(gy_g + c * p, gy_g + (c + 1) * p, staged + c * pp);
         }
+        conv_gemm::gemm<T, 8, 3>(k, pp, cog, MatrixA<T>{wt + g * cog * k, 1, k}, direct ? gy_g : staged, pp, dcol,
+                                 pp);
+        col2im(dcol, pp, gx + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), s, bordered);
       }
     }
   });
+}
+
+// dW^T (K, cop) (+)= col (K, J) * gy^T (J, cop): tiles of 4 vectors when C_out_g allows, else 2.
+template <class T>
+void weight_gemm(int64_t k, int64_t j, int64_t cop, const T* col, const T* gy_t, T* dw_t, bool accumulate) {
+  if (cop % (4 * kLanes<T>) == 0) {
+    conv_gemm::gemm<T, 6, 4>(k, cop, j, MatrixA<T>{col, j, 1}, gy_t, cop, dw_t, cop, {.accumulate = accumulate});
+  } else {
+    conv_gemm::gemm<T, 12, 2>(k, cop, j, MatrixA<T>{col, j, 1}, gy_t, cop, dw_t, cop, {.accumulate = accumulate});
+  }
 }
 
 template <class T>
 void backward_weight(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& input, const ConvShape& s) {
   const T* gy = grad_out.data_ptr<T>();
   const T* x = input.data_ptr<T>();
-  const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group();
-  MatrixMap<T> total(grad_weight.data_ptr<T>(), s.c_out, k);  // (C_out, C_in_g * kH * kW)
-  total.setZero();
+  const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group(), cop = padded<T>(cog);
+  // Images per GEMM: as many as keep the column matrix within ~384 KiB (at least one).
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{384} << 10) / static_cast<int64_t>(k * p * sizeof(T)));
+  T* total = grad_weight.data_ptr<T>();  // (C_out, K)
+  std::fill(total, total + s.c_out * k, T(0));
   std::mutex merge;
   for_images(s.batch, [&](int64_t first, int64_t last) {
-    Tensor buffer = s.input_is_col() ? Tensor() : column_buffer<T>(s);
-    RowMatrix<T> partial = RowMatrix<T>::Zero(s.c_out, k);
-    for (int64_t n = first; n < last; ++n) {
+    const int64_t j_max = std::min(chunk, last - first) * p;
+    T* col = scratch<T, 0>(k * j_max + kLanes<T>);
+    T* gy_t = scratch<T, 1>(j_max * cop);
+    T* dw_t = scratch<T, 2>(s.groups * k * cop);  // per group (K, cop)
+    T* bordered = scratch<T, 3>(s.bordered_size<T>());
+    for (int64_t n0 = first; n0 < last; n0 += chunk) {
+      const int64_t images = std::min(chunk, last - n0), j = images * p;
       for (int64_t g = 0; g < s.groups; ++g) {
-        const T* src = x + (n * s.c_in + g * s.c_in_group()) * s.in_plane();
-        const T* col = src;
-        if (!s.input_is_col()) {
-          im2col(src, buffer.data_ptr<T>(), s);
-          col = buffer.data_ptr<T>();
+        for (int64_t i = 0; i < images; ++i) {
+          const int64_t n = n0 + i;
+          im2col(x + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), col + i * p, j, s, bordered);
+          transpose_into(gy + (n * s.c_out + g * cog) * p, cog, p, gy_t + i * p * cop, cop);
         }
-        partial.middleRows(g * cog, cog).noalias() +=
-            ConstMatrixMap<T>(gy + (n * s.c_out + g * cog) * p, cog, p) * ConstMatrixMap<T>(col, k, p).transpose();
+        weight_gemm<T>(k, j, cop, col, gy_t, dw_t + g * k * cop, n0 != first);
       }
     }
     std::lock_guard<std::mutex> lock(merge);
-    total += partial;
+    for (int64_t g = 0; g < s.groups; ++g) {
+      for (int64_t r = 0; r < k; ++r) {
+        for (int64_t c = 0; c < cog; ++c) total[(g * cog + c) * k + r] += dw_t[(g * k + r) * cop + c];
+      }
+    }
   });
 }
 

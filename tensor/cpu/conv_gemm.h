@@ -97,18 +97,15 @@ void column_group(int64_t m, int64_t k, const MatrixA<T>& a, const T* b, int64_t
 }
 
 // C (m, n) = A (m, k) * B (k, n) with the epilogue e; n % kLanes<T> == 0. Tiles of MR rows x NV vectors; the
-// last column group may be narrower.
+// columns left over are done with NV - 1, NV - 2, ... vectors.
 template <class T, int MR, int NV>
 void gemm(int64_t m, int64_t n, int64_t k, const MatrixA<T>& a, const T* b, int64_t ldb, T* c, int64_t ldc,
           const Epilogue<T>& e = {}) {
-  constexpr int64_t L = kLanes<T>;
+  constexpr int64_t width = NV * kLanes<T>;
   int64_t j = 0;
-  for (; j + NV * L <= n; j += NV * L) column_group<T, MR, NV>(m, k, a, b + j, ldb, c + j, ldc, e);
-  const int64_t left = (n - j) / L;
+  for (; j + width <= n; j += width) column_group<T, MR, NV>(m, k, a, b + j, ldb, c + j, ldc, e);
   if constexpr (NV > 1) {
-    if (left >= 2 && NV > 2) column_group<T, MR, (NV > 2 ? 2 : 1)>(m, k, a, b + j, ldb, c + j, ldc, e);
-    if (left >= 2 && NV > 2) j += 2 * L;
-    if (left % 2 == 1 || (NV == 2 && left == 1)) column_group<T, MR, 1>(m, k, a, b + j, ldb, c + j, ldc, e);
+    if (j < n) gemm<T, MR, NV - 1>(m, n - j, k, a, b + j, ldb, c + j, ldc, e);
   }
 }
 

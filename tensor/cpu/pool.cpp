@@ -1,9 +1,14 @@
 // CPU pooling kernels (max, average, adaptive average, and their backwards) over contiguous NCHW tensors.
 // Each (n, c) plane is independent, so the planes are split across the intra-op threads; half types
-// accumulate in float.
+// accumulate in float. The CNNs' 2x2/2 max pooling has its own path (AVX-512 for float where available).
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "tensor/cpu/visit.h"
 #include "tensor/cpu/window.h"
@@ -45,6 +50,84 @@ Span dilated_span(int64_t i, int64_t kernel, int64_t stride, int64_t padding, in
   return {begin, end};
 }
 
+#if defined(__AVX512F__)
+// One output row of float 2x2/2 max pooling with AVX-512: 16 windows at a time, even/odd columns of the two
+// input rows split by permutes, masked loads and stores for the row's tail. Same ties and NaN rule as below.
+void max_pool_2x2_row_avx512(const float* top, const float* bottom, float* best, int64_t* where, int64_t ow,
+                             int64_t w, int64_t row_start) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512i right = _mm512_set1_epi32(1), below = _mm512_set1_epi32(static_cast<int32_t>(w)),
+                below_right = _mm512_set1_epi32(static_cast<int32_t>(w) + 1);
+  for (int64_t ox = 0; ox < ow; ox += 16) {
+    const int64_t n = std::min<int64_t>(16, ow - ox);
+    const uint32_t in_mask = n == 16 ? ~0u : (1u << (2 * n)) - 1;  // 2n input columns
+    const auto lo = static_cast<__mmask16>(in_mask), hi = static_cast<__mmask16>(in_mask >> 16);
+    const __m512 t0 = _mm512_maskz_loadu_ps(lo, top + 2 * ox), t1 = _mm512_maskz_loadu_ps(hi, top + 2 * ox + 16);
+    const __m512 b0 = _mm512_maskz_loadu_ps(lo, bottom + 2 * ox),
+                 b1 = _mm512_maskz_loadu_ps(hi, bottom + 2 * ox + 16);
+    __m512 m = _mm512_permutex2var_ps(t0, even, t1);
+    __m512i at = _mm512_setzero_si512();
+    auto visit = [&](__m512 v, __m512i offset) {
+      const __mmask16 take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      m = _mm512_mask_blend_ps(take, m, v);
+      at = _mm512_mask_blend_epi32(take, at, offset);
+    };
+    visit(_mm512_permutex2var_ps(t0, odd, t1), right);
+    visit(_mm512_permutex2var_ps(b0, even, b1), below);
+    visit(_mm512_permutex2var_ps(b0, odd, b1), below_right);
+    at = _mm512_add_epi32(at, _mm512_add_epi32(even, _mm512_set1_epi32(static_cast<int32_t>(2 * ox))));
+    const auto out_mask = static_cast<__mmask16>((1u << n) - 1);
+    _mm512_mask_storeu_ps(best + ox, out_mask, m);
+    const __m512i start = _mm512_set1_epi64(row_start);
+    _mm512_mask_storeu_epi64(where + ox, static_cast<__mmask8>(out_mask),
+                             _mm512_add_epi64(start, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(at))));
+    _mm512_mask_storeu_epi64(where + ox + 8, static_cast<__mmask8>(out_mask >> 8),
+                             _mm512_add_epi64(start, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(at, 1))));
+  }
+}
+#endif
+
+// 2x2 windows with stride 2, no padding or dilation, for planes [first, last). float on AVX-512 machines goes
+// through the vector row kernel above; otherwise each output row compares its four window values in order
+// (ties keep the first; NaN wins, as in the general path).
+template <class T>
+void max_pool_2x2(const T* x, T* y, int64_t* idx, int64_t first, int64_t last, const PlaneShape& s) {
+  using M = opmath_t<T>;
+  const int64_t w = s.w;
+  for (int64_t plane = first; plane < last; ++plane) {
+    for (int64_t oy = 0; oy < s.oh; ++oy) {
+      const T* top = x + plane * s.in_plane() + 2 * oy * w;
+      const T* bottom = top + w;
+      T* best = y + plane * s.out_plane() + oy * s.ow;
+      int64_t* where = idx + plane * s.out_plane() + oy * s.ow;
+      const int64_t row_start = 2 * oy * w;
+#if defined(__AVX512F__)
+      if constexpr (std::is_same_v<T, float>) {
+        max_pool_2x2_row_avx512(top, bottom, best, where, s.ow, w, row_start);
+        continue;
+      }
+#endif
+      for (int64_t ox = 0; ox < s.ow; ++ox) {
+        const int64_t i0 = row_start + 2 * ox;
+        M m = static_cast<M>(top[2 * ox]);
+        int64_t at = i0;
+        auto visit = [&](M v, int64_t position) {
+          if ((v > m) | (v != v)) {
+            m = v;
+            at = position;
+          }
+        };
+        visit(static_cast<M>(top[2 * ox + 1]), i0 + 1);
+        visit(static_cast<M>(bottom[2 * ox]), i0 + w);
+        visit(static_cast<M>(bottom[2 * ox + 1]), i0 + w + 1);
+        best[ox] = static_cast<T>(m);
+        where[ox] = at;
+      }
+    }
+  }
+}
+
 void max_pool2d_kernel(const Tensor& out, const Tensor& indices, const Tensor& input, const Pool2dParams& p) {
   const PlaneShape s = plane_shape(input.sizes(), out.sizes());
   visit_floating(input.dtype(), "max_pool2d", [&]<class T>() {
@@ -67,36 +150,9 @@ void max_pool2d_kernel(const Tensor& out, const Tensor& indices, const Tensor& i
                             p.padding.h == 0 && p.padding.w == 0 && p.dilation.h == 1 && p.dilation.w == 1 &&
                             2 * s.oh <= s.h && 2 * s.ow <= s.w;  // no partial (ceil_mode) windows
     if (two_by_two) {
-      // The CNNs' 2x2/2 pooling: every window lies inside the input; compare its four values directly.
-      const int64_t w = s.w, oh = s.oh, ow = s.ow, in_plane = s.in_plane(), out_plane = s.out_plane();
-      for_planes(s, out_plane * 4, [=](int64_t plane) {
-        const T* __restrict in = x + plane * in_plane;
-        T* __restrict best = y + plane * out_plane;
-        int64_t* __restrict where = idx + plane * out_plane;
-        for (int64_t oy = 0; oy < oh; ++oy) {
-          const T* top = in + 2 * oy * w;
-          const T* bottom = top + w;
-          for (int64_t ox = 0; ox < ow; ++ox) {
-            const int64_t i0 = 2 * oy * w + 2 * ox;
-            M m = static_cast<M>(top[2 * ox]);
-            int64_t at = i0;
-            const M c1 = static_cast<M>(top[2 * ox + 1]), c2 = static_cast<M>(bottom[2 * ox]),
-                    c3 = static_cast<M>(bottom[2 * ox + 1]);
-            // NaN wins, as in the general path below.
-            bool take = (c1 > m) | (c1 != c1);
-            m = take ? c1 : m;
-            at = take ? i0 + 1 : at;
-            take = (c2 > m) | (c2 != c2);
-            m = take ? c2 : m;
-            at = take ? i0 + w : at;
-            take = (c3 > m) | (c3 != c3);
-            m = take ? c3 : m;
-            at = take ? i0 + w + 1 : at;
-            best[oy * ow + ox] = static_cast<T>(m);
-            where[oy * ow + ox] = at;
-          }
-        }
-      });
+      // The CNNs' 2x2/2 pooling: every window lies inside the input.
+      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (4 * s.out_plane()));
+      parallel_for(s.planes, grain, [&](int64_t begin, int64_t end) { max_pool_2x2(x, y, idx, begin, end, s); });
       return;
     }
     for_planes(s, s.out_plane() * p.kernel.h * p.kernel.w, [&](int64_t plane) {

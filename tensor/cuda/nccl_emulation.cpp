@@ -5,10 +5,10 @@
 //
 // Ranks are threads of one process that meet through the unique id, each on its own fake device (two ranks on
 // one device fail like NCCL's "Duplicate GPU"). A collective completes when every rank has called it; until
-// then events recorded behind it are not ready. ncclCommAbort completes the communicator's pending collectives
-// and makes its peers report ncclRemoteError. Limits: the fake runtime runs copies at once, so a copy queued
-// behind an unfinished collective does not wait for it (allgather's results are exact only at world size 1),
-// and half types are reduced only at world size 1.
+// then events recorded behind it are not ready. ncclCommAbort completes the communicator's own pending
+// collectives (without running them) and makes its peers report ncclRemoteError; theirs never complete.
+// Limits: the fake runtime runs copies at once, so a copy queued behind an unfinished collective does not wait
+// for it (allgather's results are exact only at world size 1), and half types are reduced only at world size 1.
 // $SYNCGRAD_FAKE_NCCL_REMOTE_ERROR_AT=k (read at setup): collective k (0-based) of each communicator never
 // completes and the communicator reports ncclRemoteError instead.
 //
@@ -46,8 +46,9 @@ struct Op {
   std::vector<Call> calls;
   std::vector<bool> arrived;
   int count_arrived = 0;
-  bool done = false;     // results written
-  bool aborted = false;  // a member aborted before it completed
+  bool done = false;           // results written
+  bool aborted = false;        // a member aborted before it completed: it never runs
+  std::vector<bool> released;  // rank -> its communicator was aborted: its events complete
 };
 
 struct Clique {
@@ -58,8 +59,15 @@ struct Clique {
   std::map<uint64_t, std::shared_ptr<Op>> ops;
 };
 
+// The last collective queued on a stream, and the rank that queued it.
+struct Pending {
+  std::shared_ptr<Op> op;
+  int rank = 0;
+  bool complete() const { return !op || op->done || op->released[rank]; }
+};
+
 struct FakeEvent {
-  std::shared_ptr<Op> op;  // the collective it waits for; null = complete
+  Pending pending;  // what it waits for
 };
 
 struct FakeStream {
@@ -77,8 +85,8 @@ std::map<std::string, std::shared_ptr<Clique>>& cliques() {
 }
 
 // The last collective queued on each stream (any stream handle, including the fake runtime's compute streams).
-std::map<cudaStream_t, std::shared_ptr<Op>>& last_on_stream() {
-  static auto* m = new std::map<cudaStream_t, std::shared_ptr<Op>>();
+std::map<cudaStream_t, Pending>& last_on_stream() {
+  static auto* m = new std::map<cudaStream_t, Pending>();
   return *m;
 }
 
@@ -203,10 +211,11 @@ ncclResult_t enqueue(Kind kind, const Call& call, ncclComm_t comm, cudaStream_t 
     op->kind = kind;
     op->calls.resize(clique.size);
     op->arrived.resize(clique.size, false);
-    if (clique.broken) op->aborted = true;
+    op->released.resize(clique.size, false);
+    op->aborted = clique.broken;
   }
   if (op->kind != kind) return fail(ncclInvalidUsage, "emulated NCCL: ranks called different collectives");
-  last_on_stream()[stream] = op;
+  last_on_stream()[stream] = Pending{op, comm->rank};
   if (static_cast<int64_t>(seq) == comm->remote_error_at) {
     comm->async_error = ncclRemoteError;
     return ncclSuccess;  // queued, never completes
@@ -253,14 +262,13 @@ __attribute__((weak)) cudaError_t cudaEventDestroy(cudaEvent_t event) {
 __attribute__((weak)) cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   std::lock_guard lock(state_mutex());
   auto it = last_on_stream().find(stream);
-  reinterpret_cast<FakeEvent*>(event)->op = it == last_on_stream().end() ? nullptr : it->second;
+  reinterpret_cast<FakeEvent*>(event)->pending = it == last_on_stream().end() ? Pending{} : it->second;
   return cudaSuccess;
 }
 
 __attribute__((weak)) cudaError_t cudaEventQuery(cudaEvent_t event) {
   std::lock_guard lock(state_mutex());
-  const std::shared_ptr<Op>& op = reinterpret_cast<FakeEvent*>(event)->op;
-  return op && !op->done && !op->aborted ? cudaErrorNotReady : cudaSuccess;
+  return reinterpret_cast<FakeEvent*>(event)->pending.complete() ? cudaSuccess : cudaErrorNotReady;
 }
 
 // The fake runtime runs everything at once: there is nothing to wait for.
@@ -351,7 +359,10 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   {
     std::lock_guard lock(state_mutex());
     comm->clique->broken = true;
-    for (auto& [seq, op] : comm->clique->ops) op->aborted = true;
+    for (auto& [seq, op] : comm->clique->ops) {
+      op->aborted = true;
+      op->released[comm->rank] = true;
+    }
   }
   delete comm;
   return ncclSuccess;

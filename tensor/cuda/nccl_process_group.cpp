@@ -6,8 +6,9 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <atomic>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 
 #include "distributed/errors.h"
@@ -321,16 +322,22 @@ distributed::ProcessGroupOptions resolve_device(const distributed::ProcessGroupO
   return resolved;
 }
 
-// Process-wide count of NCCL groups: every rank creates its groups in the same order, so the n-th group of
-// each rank meets under the same store key.
-std::atomic<uint64_t> groups_created{0};
+// The store key of the NCCL id of the next group `rank` creates over `store`: ranks create their groups in the
+// same order, so the n-th group of every rank meets under "nccl/unique_id/<n>". Counted per store object and
+// rank, so ranks that are threads of one process sharing a store agree as well.
+std::string next_id_key(const std::shared_ptr<distributed::Store>& store, int rank) {
+  static std::mutex mutex;
+  static auto* counts = new std::map<std::weak_ptr<distributed::Store>, std::map<int, uint64_t>, std::owner_less<>>();
+  std::lock_guard lock(mutex);
+  return "nccl/unique_id/" + std::to_string((*counts)[store][rank]++);
+}
 
 }  // namespace
 
 ProcessGroupNCCL::ProcessGroupNCCL(std::shared_ptr<distributed::Store> store, int rank, int size,
                                    const distributed::ProcessGroupOptions& options)
     : ProcessGroup(rank, size, resolve_device(options, rank)), shared_(std::make_shared<Shared>()) {
-  const std::string key = "nccl/unique_id/" + std::to_string(groups_created++);
+  const std::string key = next_id_key(store, rank);
   shared_->rank = rank;
   shared_->size = size;
   shared_->device = this->options().device_index;
@@ -350,7 +357,7 @@ ProcessGroupNCCL::~ProcessGroupNCCL() = default;
 
 std::shared_ptr<Work> ProcessGroupNCCL::allreduce(const Tensor& tensor, ReduceOp op) {
   check_tensor(*shared_, tensor, "allreduce", "the tensor");
-  const ncclDataType_t type = nccl_reduce_type(tensor.dtype(), op, "allreduce");
+  const ncclDataType_t type = nccl_reduce_type(tensor.dtype(), op, "rank " + std::to_string(rank()) + ": allreduce");
   const ncclRedOp_t nccl_op = nccl_reduce_op(op);
   auto body = [&](const Enqueue& q) {
     if (tensor.numel() == 0) return;
@@ -411,7 +418,8 @@ std::shared_ptr<Work> ProcessGroupNCCL::reduce_scatter(const Tensor& output, con
   for (size_t r = 0; r < inputs.size(); ++r) {
     check_like(*shared_, inputs[r], output, "reduce_scatter", "input " + std::to_string(r));
   }
-  const ncclDataType_t type = nccl_reduce_type(output.dtype(), op, "reduce_scatter");
+  const std::string who = "rank " + std::to_string(rank()) + ": reduce_scatter";
+  const ncclDataType_t type = nccl_reduce_type(output.dtype(), op, who);
   const ncclRedOp_t nccl_op = nccl_reduce_op(op);
   const size_t bytes = output.nbytes();
   // NCCL scatters from one buffer: copy the inputs into staging first.

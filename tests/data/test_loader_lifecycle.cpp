@@ -145,8 +145,9 @@ TEST_CASE("pin_memory: pinned host buffers with a CUDA device, else plain memory
   DataLoader loader(ds, {.batch_size = 4, .num_workers = 1, .pin_memory = true});
   CHECK_FALSE(loader.pinned());
   CHECK(epoch_targets(loader).size() == 2);
-  epoch_targets(loader);
-  CHECK(count_lines(capture.text()) == 1);
+  DataLoader another(ds, {.batch_size = 4, .pin_memory = true});
+  epoch_targets(another);
+  CHECK(count_lines(capture.text()) == 1);  // once per process (this is the test binary's first pinning loader)
   CHECK(capture.text().find("pin_memory") != std::string::npos);
 }
 
