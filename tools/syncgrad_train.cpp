@@ -48,6 +48,28 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--log-every", c.log_every, "steps between progress lines and log rows")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  // Multi-process training: run under syncgrad-launch (WORLD_SIZE > 1), e.g.
+  //   syncgrad-launch --nproc-per-node 2 syncgrad-train --model cnn
+  app.add_option("--backend", c.backend, "process-group backend when WORLD_SIZE > 1: gloo (CPU) or nccl (CUDA)")
+      ->check(CLI::IsMember({"gloo", "nccl"}))
+      ->capture_default_str();
+  app.add_option("--accumulate", c.accumulate,
+                 "micro-batches of --batch-size per optimizer step (gradients are reduced once per step)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--scale-lr", c.scale_lr, "none, or linear: lr x world size, warmed up over --warmup-steps")
+      ->check(CLI::IsMember({"none", "linear"}))
+      ->capture_default_str();
+  app.add_option("--warmup-steps", c.warmup_steps, "steps to reach the scaled lr with --scale-lr linear")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--bucket-cap-mb", c.bucket_cap_mb, "DDP gradient bucket size in MiB")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--comm-hook", c.comm_hook, "DDP gradient reduction: allreduce, fp16, bf16, powersgd or powersgd:R")
+      ->capture_default_str();
+  app.add_flag("--find-unused-parameters", c.find_unused_parameters,
+               "let DDP tolerate parameters that get no gradient in a step");
 }
 
 }  // namespace
@@ -64,6 +86,7 @@ int main(int argc, char** argv) {
   }
   try {
     syncgrad::train::TrainSummary s = syncgrad::train::run_training(config, std::cout);
+    if (s.rank != 0) return 0;  // rank 0 reports for the job
     std::printf("done: %lld steps in %.1f s, %.0f samples/s, test accuracy %.2f%%, peak tensor memory %.1f MiB, "
                 "peak RSS %.1f MiB\n",
                 static_cast<long long>(s.steps), s.wall_seconds, s.samples_per_second, 100.0 * s.test_accuracy,

@@ -10,7 +10,9 @@ std::string TrainConfig::to_json() const {
                       {"batch_size", batch_size}, {"lr", lr},           {"optimizer", optimizer},
                       {"momentum", momentum}, {"weight_decay", weight_decay}, {"seed", seed},
                       {"threads", threads},   {"workers", workers},     {"shuffle", shuffle},
-                      {"max_steps", max_steps}};
+                      {"max_steps", max_steps}, {"backend", backend}, {"accumulate", accumulate},
+                      {"scale_lr", scale_lr}, {"warmup_steps", warmup_steps}, {"bucket_cap_mb", bucket_cap_mb},
+                      {"comm_hook", comm_hook}, {"find_unused_parameters", find_unused_parameters}};
   return j.dump();
 }
 
@@ -30,6 +32,14 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.workers = j.value("workers", c.workers);  // absent in checkpoints written before --workers existed
   c.shuffle = j.at("shuffle").get<bool>();
   c.max_steps = j.at("max_steps").get<int64_t>();
+  // Absent in checkpoints written before multi-process training existed.
+  c.backend = j.value("backend", c.backend);
+  c.accumulate = j.value("accumulate", c.accumulate);
+  c.scale_lr = j.value("scale_lr", c.scale_lr);
+  c.warmup_steps = j.value("warmup_steps", c.warmup_steps);
+  c.bucket_cap_mb = j.value("bucket_cap_mb", c.bucket_cap_mb);
+  c.comm_hook = j.value("comm_hook", c.comm_hook);
+  c.find_unused_parameters = j.value("find_unused_parameters", c.find_unused_parameters);
   return c;
 }
 

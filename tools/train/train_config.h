@@ -26,6 +26,14 @@ struct TrainConfig {
   int64_t max_steps = 0;  // 0: no limit
   std::string log_file;   // .csv or .jsonl
   int64_t log_every = 100;
+  // Multi-process runs (WORLD_SIZE > 1, e.g. under syncgrad-launch): DistributedDataParallel + DistributedSampler.
+  std::string backend = "gloo";         // gloo (CPU tensors) | nccl (CUDA tensors)
+  int accumulate = 1;                   // micro-batches per optimizer step; DDP reduces once per step (no_sync)
+  std::string scale_lr = "none";        // none | linear: lr x world size, reached linearly over warmup_steps
+  int64_t warmup_steps = 100;           // with --scale-lr linear
+  double bucket_cap_mb = 25;
+  std::string comm_hook = "allreduce";  // allreduce | fp16 | bf16 | powersgd | powersgd:R
+  bool find_unused_parameters = false;
 
   std::string to_json() const;
   static TrainConfig from_json(const std::string& text);

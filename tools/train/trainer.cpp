@@ -11,6 +11,8 @@
 
 #include "data/fashion_mnist.h"
 #include "data/loader.h"
+#include "distributed/ddp.h"
+#include "distributed/launch_env.h"
 #include "models/models.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
@@ -72,11 +74,51 @@ double evaluate(nn::Module& model, const data::MnistSplit& split) {
   return static_cast<double>(correct) / static_cast<double>(n);
 }
 
+// Joins the job's process group for the length of a multi-process run.
+class GroupMembership {
+ public:
+  explicit GroupMembership(const TrainConfig& c) {
+    if (distributed::read_launch_env(false).world_size <= 1) return;
+    distributed::InitOptions options;
+    options.backend = c.backend;
+    group_ = distributed::init_process_group(options);
+  }
+  ~GroupMembership() {
+    if (group_) distributed::destroy_process_group();
+  }
+  GroupMembership(const GroupMembership&) = delete;
+  GroupMembership& operator=(const GroupMembership&) = delete;
+  const std::shared_ptr<distributed::ProcessGroup>& group() const { return group_; }
+  int rank() const { return group_ ? group_->rank() : 0; }
+  int world_size() const { return group_ ? group_->size() : 1; }
+  // Everyone waits here while rank 0 saves or evaluates.
+  void barrier() const {
+    if (group_) group_->barrier()->wait();
+  }
+
+ private:
+  std::shared_ptr<distributed::ProcessGroup> group_;
+};
+
+// The learning rate of optimizer step `step`: with --scale-lr linear, lr x world size, reached linearly from lr
+// over the warm-up steps (Goyal et al.'s gradual warm-up).
+double lr_at(const TrainConfig& c, int world_size, int64_t step) {
+  if (c.scale_lr != "linear") return c.lr;
+  const double target = c.lr * world_size;
+  if (c.warmup_steps <= 0 || step >= c.warmup_steps) return target;
+  return c.lr + (target - c.lr) * static_cast<double>(step) / static_cast<double>(c.warmup_steps);
+}
+
 }  // namespace
 
-TrainSummary run_training(const TrainConfig& c, std::ostream& out) {
+TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   set_num_threads(c.threads);
-  if (!c.checkpoint_dir.empty()) ensure_writable_directory(c.checkpoint_dir);
+  distributed::make_comm_hook(c.comm_hook);  // an unknown name fails before any data is read
+  GroupMembership job(c);
+  const int rank = job.rank(), world = job.world_size();
+  std::ostream silent(nullptr);
+  std::ostream& out = rank == 0 ? console : silent;
+  if (!c.checkpoint_dir.empty() && rank == 0) ensure_writable_directory(c.checkpoint_dir);
   std::string dir = c.data_dir.empty() ? data::default_fashion_mnist_dir() : c.data_dir;
   data::MnistSplit train_set = data::load_fashion_mnist(dir, true);
   data::MnistSplit test_set = data::load_fashion_mnist(dir, false);
@@ -94,63 +136,123 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& out) {
     out << "resumed from " << c.resume << " at epoch " << position.epoch + 1 << ", step " << position.step << "\n";
   }
   std::optional<MetricsLog> log;
-  if (!c.log_file.empty()) log.emplace(c.log_file);
+  if (!c.log_file.empty() && rank == 0) log.emplace(c.log_file);
 
-  // Batches come from a DataLoader in the order the trainer always used: RandomSampler(n, seed) at each
-  // epoch (or file order); its state is the checkpoint's (epoch, batch_in_epoch).
+  // With several processes the model is wrapped (rank 0's weights are copied to all) and gradients are
+  // averaged in backward; `trained` is what forward runs through.
+  std::shared_ptr<distributed::DistributedDataParallel> ddp;
+  if (job.group()) {
+    distributed::DDPOptions options;
+    options.bucket_cap_mb = c.bucket_cap_mb;
+    options.find_unused_parameters = c.find_unused_parameters;
+    options.comm_hook = distributed::make_comm_hook(c.comm_hook);
+    ddp = std::make_shared<distributed::DistributedDataParallel>(model, job.group(), options);
+  }
+  nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
+
+  // Batches come from a DataLoader: RandomSampler(n, seed) at each epoch (or file order), or this rank's shard
+  // of a DistributedSampler(n, world, rank, shuffle, seed) whose epoch is set before each epoch. The loader's
+  // state is the checkpoint's (epoch, batch_in_epoch).
   const int64_t n = train_set.labels.numel();
   auto train_data = std::make_shared<data::TensorDataset>(train_set.images, train_set.labels);
-  data::DataLoader loader(train_data, {.batch_size = c.batch_size, .shuffle = c.shuffle, .num_workers = c.workers,
-                                       .seed = c.seed});
+  std::shared_ptr<data::DistributedSampler> shard;
+  data::DataLoaderOptions loader_options{.batch_size = c.batch_size, .num_workers = c.workers, .seed = c.seed};
+  if (job.group()) {
+    shard = std::make_shared<data::DistributedSampler>(n, world, rank, c.shuffle, c.seed);
+    loader_options.sampler = shard;
+  } else {
+    loader_options.shuffle = c.shuffle;
+  }
+  data::DataLoader loader(train_data, loader_options);
   loader.load_state({position.epoch, position.batch_in_epoch});
   const int64_t batches_per_epoch = loader.num_batches();
-  const int64_t planned_steps = c.max_steps > 0 ? std::min<int64_t>(c.max_steps, batches_per_epoch * c.epochs)
-                                                : batches_per_epoch * c.epochs;
+  const int64_t steps_per_epoch = (batches_per_epoch + c.accumulate - 1) / c.accumulate;
+  const int64_t planned_steps = c.max_steps > 0 ? std::min<int64_t>(c.max_steps, steps_per_epoch * c.epochs)
+                                                : steps_per_epoch * c.epochs;
   out << "training " << c.model << " on " << n << " images (" << dir << "), " << c.epochs << " epoch(s), batch "
-      << c.batch_size << ", " << c.optimizer << " lr " << c.lr << ", " << c.threads << " thread(s), " << c.workers
-      << " data worker(s)\n";
+      << c.batch_size << (c.accumulate > 1 ? " x " + std::to_string(c.accumulate) + " accumulated" : "") << ", "
+      << c.optimizer << " lr " << c.lr << ", " << c.threads << " thread(s), " << c.workers << " data worker(s)";
+  if (ddp) {
+    out << ", " << world << " processes (DDP over " << c.backend << ", buckets " << c.bucket_cap_mb << " MiB, "
+        << c.comm_hook << (c.scale_lr == "linear" ? ", lr x " + std::to_string(world) + " after warm-up" : "")
+        << ")";
+  }
+  out << "\n";
 
   TrainSummary summary;
+  summary.rank = rank;
+  summary.world_size = world;
   cpu_allocator().reset_peak();
   auto start = Clock::now();
   auto window_start = start;
-  double window_wait_start = 0;
-  int64_t window_samples = 0;
+  double window_wait_start = 0, window_comm = 0, window_exposed = 0;
+  int64_t window_samples = 0, window_steps = 0;
   bool stop = c.max_steps > 0 && position.step >= c.max_steps;
   for (int epoch = position.epoch; epoch < c.epochs && !stop; ++epoch) {
+    if (shard) shard->set_epoch(epoch);
     for (data::Batch& batch : loader) {
+      // A step ends after `accumulate` micro-batches or at the end of the epoch.
+      const data::LoaderState after = loader.state();
+      const bool step_ends = after.epoch != epoch || after.batches_consumed % c.accumulate == 0;
+      const bool step_begins = after.epoch == epoch ? (after.batches_consumed - 1) % c.accumulate == 0
+                                                    : (batches_per_epoch - 1) % c.accumulate == 0;
       const int64_t len = batch.target.numel();
-      Tensor loss = cross_entropy(model->forward(batch.data), batch.target);  // data (B, 1, 28, 28), target (B)
-      optimizer->zero_grad();
-      loss.backward();
+      if (step_begins) optimizer->zero_grad();
+      Tensor loss = cross_entropy(trained.forward(batch.data), batch.target);  // data (B, 1, 28, 28), target (B)
+      Tensor scaled = c.accumulate > 1 ? div(loss, Scalar(static_cast<double>(c.accumulate))) : loss;
+      if (ddp && !step_ends) {
+        auto local_only = ddp->no_sync();
+        scaled.backward();
+      } else {
+        scaled.backward();
+      }
       double loss_value = loss.item<double>();
       if (!std::isfinite(loss_value)) {
         throw NonFiniteLossError("training stopped: the loss became " + std::to_string(loss_value) + " at step " +
                                  std::to_string(position.step + 1) + " (epoch " + std::to_string(epoch + 1) +
-                                 ", batch " + std::to_string(loader.state().batches_consumed) + "); lower --lr (now " +
-                                 std::to_string(c.lr) + ") or check the input data");
+                                 ", batch " + std::to_string(after.batches_consumed) + ") on rank " +
+                                 std::to_string(rank) + "; lower --lr (now " + std::to_string(c.lr) +
+                                 ") or check the input data");
       }
-      optimizer->step();
-      ++position.step;
       summary.samples += len;
       window_samples += len;
+      if (!step_ends) continue;
+      optimizer->set_lr(lr_at(c, world, position.step));
+      optimizer->step();
+      ++position.step;
+      ++window_steps;
+      if (ddp) {
+        window_comm += ddp->last_stats().comm_seconds;
+        window_exposed += ddp->last_stats().exposed_seconds;
+      }
       if (position.step % c.log_every == 0 || position.step == planned_steps) {
         double window = seconds_since(window_start);
-        double rate = window > 0 ? window_samples / window : 0;
+        double rate = window > 0 ? window_samples * world / window : 0;  // all ranks
         double wait_percent = window > 0 ? 100.0 * (loader.data_wait_seconds() - window_wait_start) / window : 0;
         double elapsed = seconds_since(start);
-        double eta = rate > 0 ? (planned_steps - position.step) * static_cast<double>(c.batch_size) / rate : 0;
-        char line[200];
-        std::snprintf(line, sizeof line,
-                      "epoch %d/%d  step %lld/%lld  loss %.4f  %.0f samples/s  data-wait %.1f%%  ETA %s\n",
-                      epoch + 1, c.epochs, static_cast<long long>(position.step),
-                      static_cast<long long>(planned_steps), loss_value, rate, wait_percent,
-                      format_duration(eta).c_str());
+        double eta = rate > 0 ? (planned_steps - position.step) * static_cast<double>(c.batch_size * c.accumulate *
+                                                                                      world) / rate
+                              : 0;
+        char line[320];
+        int used = std::snprintf(line, sizeof line,
+                                 "epoch %d/%d  step %lld/%lld  loss %.4f  %.0f samples/s  data-wait %.1f%%",
+                                 epoch + 1, c.epochs, static_cast<long long>(position.step),
+                                 static_cast<long long>(planned_steps), loss_value, rate, wait_percent);
+        if (ddp && window > 0) {
+          // Exposed communication: the share of the window backward's end spent waiting for reductions; the
+          // rest of the reductions' time ran hidden behind backward (overlap).
+          const double overlapped = window_comm > 0 ? 100.0 * (1.0 - std::min(1.0, window_exposed / window_comm)) : 0;
+          used += std::snprintf(line + used, sizeof line - used,
+                                "  comm exposed %.1f%% (%.0f%% of %.1f ms/step hidden)", 100.0 * window_exposed / window,
+                                overlapped, 1e3 * window_comm / std::max<int64_t>(1, window_steps));
+        }
+        std::snprintf(line + used, sizeof line - used, "  ETA %s\n", format_duration(eta).c_str());
         out << line << std::flush;
         if (log) log->write({position.step, epoch + 1, loss_value, optimizer->lr(), rate, elapsed, wait_percent});
         window_start = Clock::now();
         window_wait_start = loader.data_wait_seconds();
-        window_samples = 0;
+        window_samples = window_steps = 0;
+        window_comm = window_exposed = 0;
       }
       if (c.max_steps > 0 && position.step >= c.max_steps) {
         stop = true;
@@ -163,14 +265,18 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& out) {
     position.rng_seed = default_generator().seed();
     position.rng_offset = default_generator().offset();
     if (!c.checkpoint_dir.empty()) {
-      save_checkpoint(c.checkpoint_dir, c.model, *model, *optimizer, position, c);
-      out << "checkpoint saved to " << c.checkpoint_dir << " (step " << position.step << ")\n";
+      if (rank == 0) {
+        save_checkpoint(c.checkpoint_dir, c.model, *model, *optimizer, position, c);
+        out << "checkpoint saved to " << c.checkpoint_dir << " (step " << position.step << ")\n";
+      }
+      job.barrier();
     }
   }
   summary.wall_seconds = seconds_since(start);
   summary.steps = position.step;
-  summary.samples_per_second = summary.wall_seconds > 0 ? summary.samples / summary.wall_seconds : 0;
-  summary.test_accuracy = evaluate(*model, test_set);
+  summary.samples_per_second = summary.wall_seconds > 0 ? summary.samples * world / summary.wall_seconds : 0;
+  if (rank == 0) summary.test_accuracy = evaluate(*model, test_set);
+  job.barrier();
   summary.peak_tensor_bytes = cpu_allocator().stats().peak_allocated_bytes;
   summary.peak_rss_kib = peak_rss_kib();
   return summary;

@@ -1,5 +1,7 @@
-// The single-process training loop behind syncgrad-train: data, model, optimizer, progress lines, metrics
-// log, checkpoints and resume, then the test-set evaluation.
+// The training loop behind syncgrad-train: data, model, optimizer, progress lines, metrics log, checkpoints
+// and resume, then the test-set evaluation. When the environment describes several processes (WORLD_SIZE > 1,
+// as syncgrad-launch sets it) it joins the process group, wraps the model in DistributedDataParallel, shards
+// the data with a DistributedSampler, and only rank 0 prints, logs, saves and evaluates.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,8 @@ struct TrainSummary {
   double test_accuracy = 0;       // fraction in [0, 1]
   size_t peak_tensor_bytes = 0;   // caching allocator's high-water mark
   long peak_rss_kib = 0;          // VmHWM
+  int rank = 0;                   // this process's rank; only rank 0 evaluates and reports
+  int world_size = 1;
 };
 
 // Raised when the loss stops being finite; names the step.
