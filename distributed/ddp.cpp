@@ -85,12 +85,7 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
 }
 
 void load_model_state(nn::Module& model, nn::StateDict state, bool strict) {
-  const std::string prefix = "module.";
-  bool all_prefixed = !state.empty();
-  for (const auto& [name, t] : state) all_prefixed = all_prefixed && name.rfind(prefix, 0) == 0;
-  if (all_prefixed) {
-    for (auto& [name, t] : state) name = name.substr(prefix.size());
-  }
+  nn::consume_prefix_if_present(state, "module.");
   model.load_state_dict(state, strict);
 }
 

@@ -244,6 +244,10 @@ void Reducer::verify_step_check() {
     throw TimeoutError("DistributedDataParallel step " + std::to_string(iteration_) + " on rank " +
                        std::to_string(group_->rank()) + ": the other ranks did not reach this backward (" + e.what() +
                        "); a rank that ran fewer steps, stopped early or is stuck elsewhere leaves the others waiting");
+  } catch (const PeerError& e) {
+    throw PeerError("DistributedDataParallel step " + std::to_string(iteration_) + ": " + e.what() +
+                    ". If that rank finished normally it ran fewer steps than this one: give every rank the same "
+                    "number of batches (DistributedSampler pads the shards to equal length)");
   }
   const int64_t* mine = step_check_input_.data_ptr<int64_t>();
   std::string steps, plans;

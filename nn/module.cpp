@@ -235,4 +235,11 @@ std::string Module::to_string() const {
   return out + ")";
 }
 
+void consume_prefix_if_present(StateDict& state, const std::string& prefix) {
+  bool all_prefixed = !state.empty();
+  for (const auto& [name, t] : state) all_prefixed = all_prefixed && name.rfind(prefix, 0) == 0;
+  if (!all_prefixed) return;
+  for (auto& [name, t] : state) name = name.substr(prefix.size());
+}
+
 }  // namespace syncgrad::nn

@@ -18,6 +18,10 @@ namespace syncgrad::nn {
 
 using StateDict = std::vector<std::pair<std::string, Tensor>>;  // ordered
 
+// Removes `prefix` from every key when all keys carry it (state saved from a wrapper such as
+// DistributedDataParallel, whose keys start with "module."); otherwise leaves `state` as it is.
+void consume_prefix_if_present(StateDict& state, const std::string& prefix);
+
 class Module : public std::enable_shared_from_this<Module> {
  public:
   explicit Module(std::string type_name);  // "Linear", shown in errors and printing

@@ -353,3 +353,27 @@ TEST_CASE("a rank that skips a backward makes every rank fail with a DesyncError
     CHECK(outcome.report.find("rank 0 after 2, rank 1 after 3") != std::string::npos);
   }
 }
+
+TEST_CASE("a rank that stops after fewer steps ends the other's next step with an error naming it") {
+  auto outcomes = run_job(2, [](int rank) {
+    init_process_group(quick());
+    Generator gen(2);
+    auto model = models::make_model("mlp", &gen);
+    DistributedDataParallel ddp(model);
+    Tensor x = randn({4, 784}, {}, &gen);
+    for (int step = 0; step < (rank == 0 ? 4 : 3); ++step) sum(ddp(x)).backward();
+    if (rank == 1) {
+      // Its state dict saved through the wrapper has "module." keys; load_model_state still takes it.
+      auto fresh = models::make_model("mlp", &gen);
+      load_model_state(*fresh, ddp.state_dict());
+      expect(max(abs(sub(fresh->parameters()[0], model->parameters()[0]))).item<double>() == 0, "state loaded");
+    }
+    destroy_process_group();
+  });
+  CHECK(outcomes[1].exit_code == 0);
+  INFO(outcomes[0].report);
+  CHECK(outcomes[0].exit_code == 1);
+  CHECK(outcomes[0].report.find("DistributedDataParallel step 3") != std::string::npos);
+  CHECK(outcomes[0].report.find("rank 1") != std::string::npos);
+  CHECK(outcomes[0].seconds < 25);
+}

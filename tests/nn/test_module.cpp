@@ -242,3 +242,16 @@ TEST_CASE("nn::Module: to_string prints a PyTorch-like tree") {
         "  )\n"
         ")");
 }
+
+TEST_CASE("consume_prefix_if_present strips a prefix only when every key has it") {
+  nn::StateDict wrapped = {{"module.fc.weight", zeros({2})}, {"module.fc.bias", zeros({1})}};
+  nn::consume_prefix_if_present(wrapped, "module.");
+  CHECK(wrapped[0].first == "fc.weight");
+  CHECK(wrapped[1].first == "fc.bias");
+  nn::StateDict mixed = {{"module.fc.weight", zeros({2})}, {"fc.bias", zeros({1})}};
+  nn::consume_prefix_if_present(mixed, "module.");
+  CHECK(mixed[0].first == "module.fc.weight");
+  nn::StateDict empty;
+  nn::consume_prefix_if_present(empty, "module.");
+  CHECK(empty.empty());
+}

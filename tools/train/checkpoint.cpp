@@ -117,6 +117,7 @@ TrainingPosition load_checkpoint(const std::string& path, const std::string& mod
 
 void load_weights(const std::string& file, nn::Module& model) {
   io::SafetensorsContents contents = io::load_safetensors(file);
+  nn::consume_prefix_if_present(contents.tensors, "module.");  // saved from a DDP wrapper (PyTorch's too)
   io::check_state_matches(model.state_dict(), contents.tensors, file);
   model.load_state_dict(contents.tensors, true);
 }
