@@ -1,0 +1,48 @@
+// DataParallel: single-process data parallelism, the baseline DDP is measured against (torch.nn.DataParallel).
+// Every forward copies the model's weights into one replica per worker ("device"; on the CPU a worker
+// thread), splits the batch along dim 0 between them, runs the replicas in parallel and concatenates their
+// outputs. In backward the output's gradient is split the same way, the replicas' backward passes run in
+// parallel, and their parameter gradients are summed onto the model's parameters, where the optimizer steps.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace syncgrad::distributed {
+
+struct DataParallelOptions {
+  int num_workers = 2;  // replicas, one per worker thread (the caller's thread runs replica 0)
+};
+
+class DataParallel : public nn::Module {
+ public:
+  // `make_replica` builds a module with the same structure as `module` (its initial values do not matter:
+  // every forward copies `module`'s parameters and buffers in). ValueError when a replica's parameters or
+  // buffers differ from the module's in name or shape, or when num_workers < 1.
+  DataParallel(std::shared_ptr<nn::Module> module, std::function<std::shared_ptr<nn::Module>()> make_replica,
+               DataParallelOptions options = {});
+  ~DataParallel() override;
+
+  // input (B, ...) is split into min(B, num_workers) chunks along dim 0; returns the outputs concatenated
+  // along dim 0 (B, ...). Gradients reach the module's parameters, not the input.
+  Tensor forward(const Tensor& input) override;
+
+  const std::shared_ptr<nn::Module>& module() const { return module_; }
+  int num_workers() const { return static_cast<int>(replicas_.size()); }
+
+  // Runs body(i) for i in [0, n) with body(0) on the calling thread, the others on the worker threads.
+  struct Workers;
+
+ private:
+  void replicate();
+
+  std::shared_ptr<nn::Module> module_;
+  std::vector<std::shared_ptr<nn::Module>> replicas_;
+  std::shared_ptr<Workers> workers_;
+};
+
+}  // namespace syncgrad::distributed
