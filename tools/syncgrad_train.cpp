@@ -50,6 +50,14 @@ void add_options(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
   // Multi-process training: run under syncgrad-launch (WORLD_SIZE > 1), e.g.
   //   syncgrad-launch --nproc-per-node 2 syncgrad-train --model cnn
+  app.add_option("--parallel", c.parallel,
+                 "auto (ddp under syncgrad-launch, else none), none, dp (DataParallel over --dp-workers threads in "
+                 "this process) or ddp (DistributedDataParallel, one process per rank)")
+      ->check(CLI::IsMember({"auto", "none", "dp", "ddp"}))
+      ->capture_default_str();
+  app.add_option("--dp-workers", c.dp_workers, "replicas (threads) for --parallel dp")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--backend", c.backend, "process-group backend when WORLD_SIZE > 1: gloo (CPU) or nccl (CUDA)")
       ->check(CLI::IsMember({"gloo", "nccl"}))
       ->capture_default_str();

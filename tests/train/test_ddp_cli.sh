@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # syncgrad-train under syncgrad-launch with 2 ranks (DDP over gloo on 127.0.0.1): only rank 0 prints, logs and
 # saves; N steps + save + resume + N steps equals 2N steps (model.safetensors byte for byte); --accumulate;
+# --parallel dp in one process (and refused under the launcher);
 # a bad --comm-hook; a rank killed mid-training makes the launcher exit non-zero naming it, quickly.
 # Usage: test_ddp_cli.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
@@ -40,6 +41,13 @@ check "--accumulate is reported" grep -q "batch 64 x 3 accumulated" <<<"$out"
 out=$(run2 --max-steps 5 --comm-hook zip 2>&1); status=$?
 check "an unknown --comm-hook fails" test $status -ne 0
 check "the unknown hook is named with the choices" grep -q 'unknown comm hook "zip"; choose allreduce, fp16' <<<"$out"
+
+out=$("$train" --model mlp --parallel dp --dp-workers 2 --max-steps 10 --log-every 5 2>&1); status=$?
+check "--parallel dp trains in one process" test $status -eq 0
+check "--parallel dp is reported" grep -q "DataParallel over 2 worker threads" <<<"$out"
+out=$(run2 --max-steps 5 --parallel dp 2>&1); status=$?
+check "--parallel dp under the launcher is refused" test $status -ne 0
+check "the refusal says why" grep -q "parallel dp runs in one process" <<<"$out"
 
 # Kill rank 1 two seconds into a long run: the launcher stops rank 0 and exits with rank 1's status.
 "$launch" --nproc-per-node 2 "$train" --model mlp --workers 1 --epochs 5 --log-every 50 >"$tmp/kill.log" 2>&1 &

@@ -10,7 +10,8 @@ std::string TrainConfig::to_json() const {
                       {"batch_size", batch_size}, {"lr", lr},           {"optimizer", optimizer},
                       {"momentum", momentum}, {"weight_decay", weight_decay}, {"seed", seed},
                       {"threads", threads},   {"workers", workers},     {"shuffle", shuffle},
-                      {"max_steps", max_steps}, {"backend", backend}, {"accumulate", accumulate},
+                      {"max_steps", max_steps}, {"parallel", parallel},
+                      {"dp_workers", dp_workers}, {"backend", backend}, {"accumulate", accumulate},
                       {"scale_lr", scale_lr}, {"warmup_steps", warmup_steps}, {"bucket_cap_mb", bucket_cap_mb},
                       {"comm_hook", comm_hook}, {"find_unused_parameters", find_unused_parameters}};
   return j.dump();
@@ -33,6 +34,8 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.shuffle = j.at("shuffle").get<bool>();
   c.max_steps = j.at("max_steps").get<int64_t>();
   // Absent in checkpoints written before multi-process training existed.
+  c.parallel = j.value("parallel", c.parallel);
+  c.dp_workers = j.value("dp_workers", c.dp_workers);
   c.backend = j.value("backend", c.backend);
   c.accumulate = j.value("accumulate", c.accumulate);
   c.scale_lr = j.value("scale_lr", c.scale_lr);

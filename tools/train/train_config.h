@@ -26,7 +26,10 @@ struct TrainConfig {
   int64_t max_steps = 0;  // 0: no limit
   std::string log_file;   // .csv or .jsonl
   int64_t log_every = 100;
-  // Multi-process runs (WORLD_SIZE > 1, e.g. under syncgrad-launch): DistributedDataParallel + DistributedSampler.
+  // auto: ddp when WORLD_SIZE > 1 (under syncgrad-launch), else none; dp: DataParallel over dp_workers threads
+  // in this process (--batch-size is then split between them); ddp: DistributedDataParallel + DistributedSampler.
+  std::string parallel = "auto";
+  int dp_workers = 2;
   std::string backend = "gloo";         // gloo (CPU tensors) | nccl (CUDA tensors)
   int accumulate = 1;                   // micro-batches per optimizer step; DDP reduces once per step (no_sync)
   std::string scale_lr = "none";        // none | linear: lr x world size, reached linearly over warmup_steps

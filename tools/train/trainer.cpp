@@ -11,6 +11,7 @@
 
 #include "data/fashion_mnist.h"
 #include "data/loader.h"
+#include "distributed/data_parallel.h"
 #include "distributed/ddp.h"
 #include "distributed/launch_env.h"
 #include "models/models.h"
@@ -78,7 +79,16 @@ double evaluate(nn::Module& model, const data::MnistSplit& split) {
 class GroupMembership {
  public:
   explicit GroupMembership(const TrainConfig& c) {
-    if (distributed::read_launch_env(false).world_size <= 1) return;
+    const bool launched = distributed::read_launch_env(false).world_size > 1;
+    if (c.parallel == "dp" && launched) {
+      throw ValueError("--parallel dp runs in one process, but WORLD_SIZE > 1 says this is one of several; run it "
+                       "without syncgrad-launch, or use --parallel ddp");
+    }
+    if (c.parallel == "none" && launched) {
+      throw ValueError("--parallel none with WORLD_SIZE > 1 would train independent copies; use --parallel ddp "
+                       "(or auto)");
+    }
+    if (c.parallel != "ddp" && !(c.parallel == "auto" && launched)) return;
     distributed::InitOptions options;
     options.backend = c.backend;
     group_ = distributed::init_process_group(options);
@@ -148,7 +158,13 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
     options.comm_hook = distributed::make_comm_hook(c.comm_hook);
     ddp = std::make_shared<distributed::DistributedDataParallel>(model, job.group(), options);
   }
-  nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : *model;
+  std::shared_ptr<distributed::DataParallel> dp;
+  if (c.parallel == "dp") {
+    const std::string name = c.model;
+    dp = std::make_shared<distributed::DataParallel>(model, [name] { return models::make_model(name); },
+                                                     distributed::DataParallelOptions{.num_workers = c.dp_workers});
+  }
+  nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : dp ? static_cast<nn::Module&>(*dp) : *model;
 
   // Batches come from a DataLoader: RandomSampler(n, seed) at each epoch (or file order), or this rank's shard
   // of a DistributedSampler(n, world, rank, shuffle, seed) whose epoch is set before each epoch. The loader's
@@ -177,6 +193,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
         << c.comm_hook << (c.scale_lr == "linear" ? ", lr x " + std::to_string(world) + " after warm-up" : "")
         << ")";
   }
+  if (dp) out << ", DataParallel over " << c.dp_workers << " worker threads";
   out << "\n";
 
   TrainSummary summary;
