@@ -15,7 +15,7 @@ struct InitOptions {
   std::string init_method = "env://";  // env://, tcp://host:port or file:///path
   int rank = -1;        // -1: from the environment (RANK)
   int world_size = -1;  // -1: from the environment (WORLD_SIZE)
-  ProcessGroupOptions group;  // timeout, bind address, device
+  ProcessGroupOptions group{};  // timeout, bind address, device
   std::chrono::milliseconds store_timeout = Store::kDefaultTimeout;  // rendezvous
 };
 

@@ -23,7 +23,7 @@ struct DDPOptions {
   bool broadcast_buffers = true;
   bool gradient_as_bucket_view = false;
   bool find_unused_parameters = false;
-  std::shared_ptr<CommHook> comm_hook;  // null: allreduce_hook()
+  std::shared_ptr<CommHook> comm_hook = nullptr;  // null: allreduce_hook()
   // false: every bucket is launched only at the end of backward (for measuring what overlap buys).
   bool overlap = true;
   // Each synchronised backward also exchanges every rank's step (training forwards so far) and bucket plan,

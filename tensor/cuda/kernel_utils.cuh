@@ -24,15 +24,12 @@ inline unsigned int blocks_for(int64_t n) {
 // function, so the geometry code can be checked without a GPU.)
 template <int K>
 __host__ __device__ __forceinline__ void strided_offsets(const Geometry<K>& g, int64_t linear, int64_t (&offsets)[K]) {
-#pragma unroll
   for (int k = 0; k < K; ++k) offsets[k] = 0;
-#pragma unroll
   for (int d = kMaxDims - 1; d >= 0; --d) {
     if (d < g.ndim) {
       const int64_t size = g.sizes[d];
       const int64_t index = linear % size;
       linear /= size;
-#pragma unroll
       for (int k = 0; k < K; ++k) offsets[k] += index * g.strides[k][d];
     }
   }

@@ -1,6 +1,8 @@
 // run_job: fork-based multi-process test jobs on 127.0.0.1 with per-rank reports and a hard deadline.
 #include "tests/distributed/multiprocess.h"
 
+#include <doctest/doctest.h>
+
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -31,6 +33,20 @@ void report(const std::string& line) {
 
 void expect(bool condition, const std::string& message) {
   if (!condition) throw std::runtime_error("expectation failed: " + message);
+}
+
+distributed::InitOptions quick_init(std::chrono::milliseconds timeout) {
+  distributed::InitOptions options;
+  options.group.timeout = timeout;
+  options.store_timeout = std::chrono::milliseconds{20'000};
+  return options;
+}
+
+void expect_all_ok(const std::vector<RankOutcome>& outcomes) {
+  for (size_t r = 0; r < outcomes.size(); ++r) {
+    INFO("rank " << r << " report: " << outcomes[r].report);
+    CHECK(outcomes[r].exit_code == 0);
+  }
 }
 
 int free_port() {

@@ -3,10 +3,13 @@
 // that outlive the deadline so a broken test fails instead of hanging.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "distributed/init.h"
 
 namespace syncgrad::test {
 
@@ -19,7 +22,7 @@ struct RankOutcome {
 struct JobOptions {
   double deadline_seconds = 60;
   // Extra environment per rank (applied after RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...).
-  std::function<std::map<std::string, std::string>(int rank)> extra_env;
+  std::function<std::map<std::string, std::string>(int rank)> extra_env = nullptr;
   // When false, no store is served by the parent: rank 0 serves it itself on a port chosen by the parent.
   bool parent_serves_store = true;
 };
@@ -37,5 +40,11 @@ void expect(bool condition, const std::string& message);
 
 // A port that was free a moment ago (for tests of rank 0 serving the store itself).
 int free_port();
+
+// init_process_group options for tests: collectives time out after `timeout`, rendezvous after 20 s.
+distributed::InitOptions quick_init(std::chrono::milliseconds timeout = std::chrono::milliseconds{20'000});
+
+// doctest CHECKs that every rank exited with 0 (showing a failing rank's report).
+void expect_all_ok(const std::vector<RankOutcome>& outcomes);
 
 }  // namespace syncgrad::test

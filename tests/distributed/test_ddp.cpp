@@ -28,16 +28,10 @@ using namespace syncgrad;
 using namespace syncgrad::distributed;
 using syncgrad::test::expect;
 using syncgrad::test::report;
+using syncgrad::test::expect_all_ok;
 using syncgrad::test::run_job;
 
 namespace {
-
-InitOptions quick(std::chrono::milliseconds timeout = std::chrono::milliseconds{30'000}) {
-  InitOptions options;
-  options.group.timeout = timeout;
-  options.store_timeout = std::chrono::milliseconds{20'000};
-  return options;
-}
 
 struct Batch {
   Tensor x, y;
@@ -83,13 +77,6 @@ double ddp_vs_single(const std::string& name, int rank, DDPOptions options, int 
   return max_relative_difference(*model, *reference);
 }
 
-void expect_all_ok(const std::vector<syncgrad::test::RankOutcome>& outcomes) {
-  for (size_t r = 0; r < outcomes.size(); ++r) {
-    INFO("rank " << r << " report: " << outcomes[r].report);
-    CHECK(outcomes[r].exit_code == 0);
-  }
-}
-
 // fc1 -> relu -> fc2; `spare` is registered but used only when `use_spare`.
 class WithSpare : public nn::Module {
  public:
@@ -126,7 +113,7 @@ class BNNet : public nn::Module {
 
 TEST_CASE("SyncBatchNorm: 2 ranks x batch B match one process with batch 2B, running statistics included") {
   auto outcomes = run_job(2, [](int rank) {
-    init_process_group(quick());
+    init_process_group(syncgrad::test::quick_init());
     auto model = std::make_shared<BNNet>();
     auto reference = std::make_shared<BNNet>();
     expect(convert_sync_batchnorm(*model) == 1, "one BatchNorm converted");
@@ -158,7 +145,7 @@ TEST_CASE("SyncBatchNorm: 2 ranks x batch B match one process with batch 2B, run
 
 TEST_CASE("DDP with 2 ranks x batch B equals one process with batch 2B (MLP, CNN, copies and bucket views)") {
   auto outcomes = run_job(2, [](int rank) {
-    init_process_group(quick());
+    init_process_group(syncgrad::test::quick_init());
     for (const std::string name : {"mlp", "cnn"}) {
       for (bool as_view : {false, true}) {
         DDPOptions options;
@@ -178,7 +165,7 @@ TEST_CASE("DDP with 2 ranks x batch B equals one process with batch 2B (MLP, CNN
 
 TEST_CASE("buckets: reverse registration order at first, then the order gradients became ready") {
   auto outcomes = run_job(2, [](int rank) {
-    init_process_group(quick());
+    init_process_group(syncgrad::test::quick_init());
     Generator gen(1);
     auto model = models::make_model("mlp", &gen);
     DistributedDataParallel ddp(model, {.bucket_cap_mb = 0.2, .first_bucket_mb = 0.001});
@@ -197,7 +184,7 @@ TEST_CASE("buckets: reverse registration order at first, then the order gradient
 
 TEST_CASE("no_sync: k micro-batches accumulate locally and reduce once, equal to one big batch") {
   auto outcomes = run_job(2, [](int rank) {
-    init_process_group(quick());
+    init_process_group(syncgrad::test::quick_init());
     Generator a(5), b(5);
     auto model = models::make_model("mlp", &a);
     auto reference = models::make_model("mlp", &b);
@@ -231,7 +218,7 @@ TEST_CASE("no_sync: k micro-batches accumulate locally and reduce once, equal to
 
 TEST_CASE("unused parameters: a clear error without find_unused_parameters, correct gradients with it") {
   auto outcomes = run_job(2, [](int rank) {
-    init_process_group(quick());
+    init_process_group(syncgrad::test::quick_init());
     {
       auto model = std::make_shared<WithSpare>(false);
       DistributedDataParallel ddp(model);
@@ -268,7 +255,7 @@ TEST_CASE("unused parameters: a clear error without find_unused_parameters, corr
 
 TEST_CASE("ranks that build different models fail at construction, naming the parameter") {
   auto outcomes = run_job(2, [](int rank) {
-    init_process_group(quick());
+    init_process_group(syncgrad::test::quick_init());
     Generator gen(1);
     auto model = models::make_model(rank == 0 ? "mlp" : "cnn", &gen);
     DistributedDataParallel ddp(model);
@@ -282,7 +269,7 @@ TEST_CASE("ranks that build different models fail at construction, naming the pa
 
 TEST_CASE("every communication hook trains: the loss falls") {
   auto outcomes = run_job(2, [](int rank) {
-    init_process_group(quick());
+    init_process_group(syncgrad::test::quick_init());
     for (const std::string hook : {"allreduce", "fp16", "bf16", "powersgd", "powersgd:2"}) {
       Generator gen(11);
       auto model = models::make_model("mlp", &gen);
@@ -312,7 +299,7 @@ TEST_CASE("every communication hook trains: the loss falls") {
 
 TEST_CASE("a rank that dies during training ends the other's training with an error naming it") {
   auto outcomes = run_job(2, [](int rank) {
-    init_process_group(quick(std::chrono::milliseconds{60'000}));
+    init_process_group(syncgrad::test::quick_init(std::chrono::milliseconds{60'000}));
     Generator gen(2);
     auto model = models::make_model("mlp", &gen);
     DistributedDataParallel ddp(model);
@@ -335,7 +322,7 @@ TEST_CASE("a rank that dies during training ends the other's training with an er
 
 TEST_CASE("a rank that skips a backward makes every rank fail with a DesyncError naming the steps") {
   auto outcomes = run_job(2, [](int rank) {
-    init_process_group(quick());
+    init_process_group(syncgrad::test::quick_init());
     Generator gen(2);
     auto model = models::make_model("mlp", &gen);
     DistributedDataParallel ddp(model);
@@ -356,7 +343,7 @@ TEST_CASE("a rank that skips a backward makes every rank fail with a DesyncError
 
 TEST_CASE("a rank that stops after fewer steps ends the other's next step with an error naming it") {
   auto outcomes = run_job(2, [](int rank) {
-    init_process_group(quick());
+    init_process_group(syncgrad::test::quick_init());
     Generator gen(2);
     auto model = models::make_model("mlp", &gen);
     DistributedDataParallel ddp(model);

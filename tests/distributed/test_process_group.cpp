@@ -21,29 +21,16 @@ using namespace syncgrad;
 using namespace syncgrad::distributed;
 using syncgrad::test::expect;
 using syncgrad::test::report;
+using syncgrad::test::expect_all_ok;
 using syncgrad::test::run_job;
 using syncgrad::testing::check_error;
 
 namespace {
 
-InitOptions quick(std::chrono::milliseconds timeout = std::chrono::milliseconds{20'000}) {
-  InitOptions options;
-  options.group.timeout = timeout;
-  options.store_timeout = std::chrono::milliseconds{20'000};
-  return options;
-}
-
 // (n) tensor of dtype whose element i is (rank + 1) * (i + 1).
 Tensor ramp(int64_t n, int rank, DType dtype) {
   Tensor t = arange(1, n + 1, 1, TensorOptions{DType::f64});
   return mul(t, Scalar(double(rank + 1))).to(dtype);
-}
-
-void expect_all_ok(const std::vector<syncgrad::test::RankOutcome>& outcomes) {
-  for (size_t r = 0; r < outcomes.size(); ++r) {
-    INFO("rank " << r << " report: " << outcomes[r].report);
-    CHECK(outcomes[r].exit_code == 0);
-  }
 }
 
 }  // namespace
@@ -69,7 +56,7 @@ TEST_CASE("world size 1 needs no network and every collective is the identity") 
 
 TEST_CASE("allreduce: sum, avg, max, min for every dtype between 3 processes") {
   auto outcomes = run_job(3, [](int rank) {
-    auto group = init_process_group(quick());
+    auto group = init_process_group(syncgrad::test::quick_init());
     for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64, DType::i32}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
         if (op == ReduceOp::kAvg && !is_floating(dtype)) continue;
@@ -92,7 +79,7 @@ TEST_CASE("allreduce: sum, avg, max, min for every dtype between 3 processes") {
 
 TEST_CASE("broadcast, allgather, reduce_scatter, barrier and queued allreduces between 2 processes") {
   auto outcomes = run_job(2, [](int rank) {
-    auto group = init_process_group(quick());
+    auto group = init_process_group(syncgrad::test::quick_init());
     Tensor b = ramp(7, rank, DType::f32);
     group->broadcast(b, 1)->wait();
     expect(b.sum().item<double>() == 2 * 28, "broadcast from root 1");
@@ -129,7 +116,7 @@ TEST_CASE("rank 0 can serve the store itself (no launcher)") {
   syncgrad::test::JobOptions options;
   options.parent_serves_store = false;
   auto outcomes = run_job(2, [](int rank) {
-    auto group = init_process_group(quick());
+    auto group = init_process_group(syncgrad::test::quick_init());
     Tensor t = ones({10});
     group->allreduce(t)->wait();
     expect(t.sum().item<double>() == 20, "allreduce over a rank-0 store");
@@ -141,7 +128,7 @@ TEST_CASE("rank 0 can serve the store itself (no launcher)") {
 
 TEST_CASE("a rank killed in the middle of allreduces makes the other fail fast, naming it") {
   auto outcomes = run_job(2, [](int rank) {
-    auto group = init_process_group(quick(std::chrono::milliseconds{60'000}));
+    auto group = init_process_group(syncgrad::test::quick_init(std::chrono::milliseconds{60'000}));
     Tensor big = ones({4 << 20});  // 16 MiB
     if (rank == 1) {
       std::thread([] {
@@ -175,7 +162,7 @@ TEST_CASE("a rank killed in the middle of allreduces makes the other fail fast, 
 
 TEST_CASE("a stuck rank turns into a timeout naming the collective and the rank") {
   auto outcomes = run_job(2, [](int rank) {
-    auto group = init_process_group(quick(std::chrono::milliseconds{1500}));
+    auto group = init_process_group(syncgrad::test::quick_init(std::chrono::milliseconds{1500}));
     if (rank == 1) {
       std::this_thread::sleep_for(std::chrono::seconds(4));
       return;
@@ -195,7 +182,7 @@ TEST_CASE("init_process_group: ranks that never arrive, a duplicate rank, mismat
   SUBCASE("never arrived") {
     auto outcomes = run_job(1, [](int) {
       setenv("WORLD_SIZE", "3", 1);
-      InitOptions options = quick();
+      InitOptions options = syncgrad::test::quick_init();
       options.store_timeout = std::chrono::milliseconds{1000};
       init_process_group(options);
     });
@@ -206,7 +193,7 @@ TEST_CASE("init_process_group: ranks that never arrive, a duplicate rank, mismat
     auto outcomes = run_job(2, [](int) {
       setenv("RANK", "1", 1);
       setenv("WORLD_SIZE", "3", 1);
-      InitOptions options = quick();
+      InitOptions options = syncgrad::test::quick_init();
       options.store_timeout = std::chrono::milliseconds{1500};
       init_process_group(options);
     });
@@ -220,7 +207,7 @@ TEST_CASE("init_process_group: ranks that never arrive, a duplicate rank, mismat
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         setenv("WORLD_SIZE", "3", 1);
       }
-      InitOptions options = quick();
+      InitOptions options = syncgrad::test::quick_init();
       options.store_timeout = std::chrono::milliseconds{1500};
       init_process_group(options);
     });
