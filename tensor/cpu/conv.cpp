@@ -1,58 +1,36 @@
-// CPU conv2d kernels: im2col + the register-tiled GEMM of conv_gemm.h, one image (and group) at a time so the
-// column matrix stays in L2. Column matrices of the vector-wide GEMMs have rows padded to a whole number of
-// vectors (Pp = OH * OW rounded up to kLanes); the padding columns are never read back. Per image:
+// CPU conv2d kernels. Stride 1 without dilation (the usual case) runs the implicit GEMMs of conv_implicit.h.
+// Other convolutions build column matrices one image (and group) at a time, so they stay in L2, and multiply
+// with the register-tiled GEMM of conv_gemm.h; their rows are padded to whole vectors (Pp = OH * OW rounded up
+// to kLanes), the padding columns never read back. Per image:
 //   forward:      out (C_out_g, Pp) = W (C_out_g, K) * col (K, Pp) + bias          K = C_in_g * kH * kW
 //   grad input:   dcol (K, Pp) = W^T (K, C_out_g) * grad_out (C_out_g, Pp), then col2im
-//   grad weight:  dW^T (K, C_out_g) += col (K, J) * grad_out^T (J, C_out_g) over chunks of images, J = their
-//                 OH * OW columns (C_out_g padded to vectors), transposed into grad_weight at the end.
-// Scratch buffers are per thread and reused across calls, so a training step touches no fresh pages. float32
-// and float64 run natively; float16/bfloat16 are converted to float32 and back.
+//   grad weight:  dW^T (K, cop) += col (K, J) * grad_out^T (J, cop) over chunks of images, J = their OH * OW
+//                 columns, cop = C_out_g padded to vectors; transposed into grad_weight at the end.
+// Scratch buffers are per thread and reused across calls. float32 and float64 run natively; float16/bfloat16
+// are converted to float32 and back.
 #include <algorithm>
-#include <functional>
 #include <mutex>
 #include <vector>
 
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/conv_im2col.h"
+#include "tensor/cpu/conv_implicit.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
-#include "tensor/threads.h"
 
 namespace syncgrad::cpu {
 namespace {
 
-using conv_gemm::Epilogue;
 using conv_gemm::kLanes;
-using conv_gemm::MatrixA;
+using conv_gemm::StridedA;
 
 ConvShape conv_shape(const Shape& input, const Shape& weight, const Shape& out, const Conv2dParams& p) {
   return {input[0], input[1], input[2], input[3], weight[0], weight[2], weight[3], out[2], out[3], p.groups, p};
 }
 
-// n rounded up to a whole number of vectors of T.
-template <class T>
-int64_t padded(int64_t n) {
-  return (n + kLanes<T> - 1) / kLanes<T> * kLanes<T>;
-}
-
-// A per-thread buffer of at least n elements, reused across calls (slot tells the buffers of one call apart).
-template <class T, int Slot>
-T* scratch(int64_t n) {
-  thread_local std::vector<T> buffer;
-  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
-  return buffer.data();
-}
-
-// Runs body(first_image, last_image) over the batch: split across the intra-op threads when there are several.
-void for_images(int64_t batch, const std::function<void(int64_t, int64_t)>& body) {
-  if (get_num_threads() > 1) {
-    parallel_for(batch, 1, body);
-  } else {
-    body(0, batch);
-  }
-}
+bool unit_stride(const ConvShape& s) { return s.p.stride == Size2(1) && s.p.dilation == Size2(1); }
 
 template <class T>
 void forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvShape& s) {
@@ -60,20 +38,23 @@ void forward(const Tensor& out, const Tensor& input, const Tensor& weight, const
   const T* wt = weight.data_ptr<T>();
   const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
   T* y = out.data_ptr<T>();
+  if (unit_stride(s)) {
+    implicit_conv::forward(x, wt, b, y, s);
+    return;
+  }
   const int64_t k = s.col_rows(), p = s.out_plane(), pp = padded<T>(p), cog = s.c_out_group();
   // Output rows of a whole number of vectors are written in place; otherwise through a padded buffer.
   const bool direct = pp == p;
   for_images(s.batch, [&](int64_t first, int64_t last) {
-    T* col = scratch<T, 0>(k * pp + kLanes<T>);
+    T* col = scratch<T, 0>(k * pp);
     T* staged = direct ? nullptr : scratch<T, 1>(cog * pp);
-    T* bordered = scratch<T, 3>(s.bordered_size<T>());
     for (int64_t n = first; n < last; ++n) {
       for (int64_t g = 0; g < s.groups; ++g) {
-        im2col(x + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), col, pp, s, bordered);
+        im2col(x + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), col, pp, s);
         T* y_g = y + (n * s.c_out + g * cog) * p;  // (C_out_g, OH * OW)
         T* dst = direct ? y_g : staged;
-        conv_gemm::gemm<T, 8, 3>(cog, pp, k, MatrixA<T>{wt + g * cog * k, k, 1}, col, pp, dst, pp,
-                                 {.bias = b != nullptr ? b + g * cog : nullptr});
+        conv_gemm::gemm<T, 8, 3>(cog, pp, k, StridedA<T>{wt + g * cog * k, k, 1}, col, pp, dst, pp,
+                                 {.row_bias = b != nullptr ? b + g * cog : nullptr});
         if (!direct) {
           for (int64_t c = 0; c < cog; ++c) std::copy(staged + c * pp, staged + c * pp + p, y_g + c * p);
         }
@@ -87,21 +68,24 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tens
   const T* gy = grad_out.data_ptr<T>();
   const T* wt = weight.data_ptr<T>();
   T* gx = grad_input.data_ptr<T>();
+  if (unit_stride(s) && implicit_conv::backward_input_supported(s)) {
+    implicit_conv::backward_input(gy, wt, gx, s);
+    return;
+  }
   const int64_t k = s.col_rows(), p = s.out_plane(), pp = padded<T>(p), cog = s.c_out_group();
   const bool direct = pp == p;
   for_images(s.batch, [&](int64_t first, int64_t last) {
-    T* dcol = scratch<T, 0>(k * pp + kLanes<T>);
+    T* dcol = scratch<T, 0>(k * pp);
     T* staged = direct ? nullptr : scratch<T, 1>(cog * pp);
-    T* bordered = scratch<T, 3>(s.bordered_size<T>());
     for (int64_t n = first; n < last; ++n) {
       for (int64_t g = 0; g < s.groups; ++g) {
         const T* gy_g = gy + (n * s.c_out + g * cog) * p;  // (C_out_g, OH * OW)
         if (!direct) {
           for (int64_t c = 0; c < cog; ++c) std::copy(gy_g + c * p, gy_g + (c + 1) * p, staged + c * pp);
         }
-        conv_gemm::gemm<T, 8, 3>(k, pp, cog, MatrixA<T>{wt + g * cog * k, 1, k}, direct ? gy_g : staged, pp, dcol,
-                                 pp);
-        col2im(dcol, pp, gx + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), s, bordered);
+        conv_gemm::gemm<T, 8, 3>(k, pp, cog, StridedA<T>{wt + g * cog * k, 1, k}, direct ? gy_g : staged, pp,
+                                 dcol, pp);
+        col2im(dcol, pp, gx + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), s);
       }
     }
   });
@@ -111,9 +95,9 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tens
 template <class T>
 void weight_gemm(int64_t k, int64_t j, int64_t cop, const T* col, const T* gy_t, T* dw_t, bool accumulate) {
   if (cop % (4 * kLanes<T>) == 0) {
-    conv_gemm::gemm<T, 6, 4>(k, cop, j, MatrixA<T>{col, j, 1}, gy_t, cop, dw_t, cop, {.accumulate = accumulate});
+    conv_gemm::gemm<T, 6, 4>(k, cop, j, StridedA<T>{col, j, 1}, gy_t, cop, dw_t, cop, {.accumulate = accumulate});
   } else {
-    conv_gemm::gemm<T, 12, 2>(k, cop, j, MatrixA<T>{col, j, 1}, gy_t, cop, dw_t, cop, {.accumulate = accumulate});
+    conv_gemm::gemm<T, 12, 2>(k, cop, j, StridedA<T>{col, j, 1}, gy_t, cop, dw_t, cop, {.accumulate = accumulate});
   }
 }
 
@@ -121,25 +105,29 @@ template <class T>
 void backward_weight(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& input, const ConvShape& s) {
   const T* gy = grad_out.data_ptr<T>();
   const T* x = input.data_ptr<T>();
+  T* total = grad_weight.data_ptr<T>();  // (C_out, K)
+  if (unit_stride(s)) {
+    implicit_conv::backward_weight(gy, x, total, s);
+    return;
+  }
   const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group(), cop = padded<T>(cog);
   // Images per GEMM: as many as keep the column matrix within ~384 KiB (at least one).
   const int64_t chunk = std::max<int64_t>(1, (int64_t{384} << 10) / static_cast<int64_t>(k * p * sizeof(T)));
-  T* total = grad_weight.data_ptr<T>();  // (C_out, K)
   std::fill(total, total + s.c_out * k, T(0));
   std::mutex merge;
   for_images(s.batch, [&](int64_t first, int64_t last) {
+    if (first == last) return;
     const int64_t j_max = std::min(chunk, last - first) * p;
-    T* col = scratch<T, 0>(k * j_max + kLanes<T>);
+    T* col = scratch<T, 0>(k * j_max);
     T* gy_t = scratch<T, 1>(j_max * cop);
     T* dw_t = scratch<T, 2>(s.groups * k * cop);  // per group (K, cop)
-    T* bordered = scratch<T, 3>(s.bordered_size<T>());
     for (int64_t n0 = first; n0 < last; n0 += chunk) {
       const int64_t images = std::min(chunk, last - n0), j = images * p;
       for (int64_t g = 0; g < s.groups; ++g) {
         for (int64_t i = 0; i < images; ++i) {
           const int64_t n = n0 + i;
-          im2col(x + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), col + i * p, j, s, bordered);
-          transpose_into(gy + (n * s.c_out + g * cog) * p, cog, p, gy_t + i * p * cop, cop);
+          im2col(x + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), col + i * p, j, s);
+          transpose(gy + (n * s.c_out + g * cog) * p, cog, p, p, gy_t + i * p * cop, cop);
         }
         weight_gemm<T>(k, j, cop, col, gy_t, dw_t + g * k * cop, n0 != first);
       }

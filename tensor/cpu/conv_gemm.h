@@ -1,11 +1,12 @@
 // Register-tiled GEMM for the CPU conv kernels (tensor/cpu/conv.cpp), float and double:
-//   C (M, N) = A (M, K) * B (K, N)  [+ C when accumulating]  [+ bias[row]]
-// B and C are row-major with leading dimensions ldb/ldc and N a multiple of the vector width (kLanes); A is read
-// through (row_stride, k_stride), so a row-major weight W and its transpose W^T are both used in place. Each
-// tile of MR rows x NV vectors of C stays in registers for the whole K loop: a row of B is loaded as NV
-// vectors, each A entry is broadcast. Column groups are the outer loop, so one B panel (K x NV vectors) is
-// reused by every row tile while it is in cache. GCC/Clang vector extensions: 64-byte vectors compile to AVX-512
-// FMAs under -march=native and to narrower instructions elsewhere.
+//   C (M, N) = A (M, K) * B (K, N)  [+ C when accumulating]  [+ bias by row or by column]
+// B and C are row-major with leading dimensions ldb/ldc and N a multiple of the vector width (kLanes). A is
+// read through an accessor: StridedA (row and k strides, so a row-major W and W^T are both used in place) or
+// OffsetA (consecutive rows, k through a table of offsets: the receptive fields of a zero-bordered input read
+// in place, an implicit im2col). Each tile of MR rows x NV vectors of C stays in registers for the whole K
+// loop: a row of B is loaded as NV vectors, each A entry is broadcast. Column groups are the outer loop, so one
+// B panel (K x NV vectors) is reused by every row tile while it is in cache. GCC/Clang vector extensions:
+// 64-byte vectors compile to AVX-512 FMAs under -march=native and to narrower instructions elsewhere.
 #pragma once
 
 #include <cstdint>
@@ -34,35 +35,57 @@ inline void store(T* p, const Vec<T>& v) {
 
 // A (M, K) with element (i, k) at data[i * row_stride + k * k_stride].
 template <class T>
-struct MatrixA {
+struct StridedA {
   const T* data;
   int64_t row_stride, k_stride;
+
+  const T* k_column(int64_t k) const { return data + k * k_stride; }
+  int64_t step() const { return row_stride; }
+  StridedA from_row(int64_t i) const { return {data + i * row_stride, row_stride, k_stride}; }
 };
 
-// What a tile does with C: overwrite or add, and an optional per-row bias (M entries) added once.
+// A (M, K) with element (i, k) at data[i + k_offset[k]].
+template <class T>
+struct OffsetA {
+  const T* data;
+  const int64_t* k_offset;
+
+  const T* k_column(int64_t k) const { return data + k_offset[k]; }
+  static constexpr int64_t step() { return 1; }
+  OffsetA from_row(int64_t i) const { return {data + i, k_offset}; }
+};
+
+// What a tile does with C: overwrite or add, plus an optional bias per row (M entries) or per column (N).
 template <class T>
 struct Epilogue {
   bool accumulate = false;
-  const T* bias = nullptr;
+  const T* row_bias = nullptr;
+  const T* col_bias = nullptr;
+
+  Epilogue shifted(int64_t row, int64_t col) const {
+    return {accumulate, row_bias != nullptr ? row_bias + row : nullptr, col_bias != nullptr ? col_bias + col : nullptr};
+  }
 };
 
 // One MR x (NV * kLanes) tile of C over the whole K range.
-template <class T, int MR, int NV>
-inline void tile(const T* a, int64_t rs, int64_t ks, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t k,
-                 const Epilogue<T>& e) {
+template <class T, int MR, int NV, class A>
+inline void tile(const A& a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t k, const Epilogue<T>& e) {
   constexpr int64_t L = kLanes<T>;
   Vec<T> acc[MR][NV];
   for (int i = 0; i < MR; ++i) {
     for (int v = 0; v < NV; ++v) {
       acc[i][v] = e.accumulate ? load(c + i * ldc + v * L) : Vec<T>{};
-      if (e.bias != nullptr) acc[i][v] += e.bias[i];
+      if (e.row_bias != nullptr) acc[i][v] += e.row_bias[i];
+      if (e.col_bias != nullptr) acc[i][v] += load(e.col_bias + v * L);
     }
   }
+  const int64_t step = a.step();
   for (int64_t kk = 0; kk < k; ++kk) {
     Vec<T> row[NV];
     for (int v = 0; v < NV; ++v) row[v] = load(b + kk * ldb + v * L);
+    const T* column = a.k_column(kk);
     for (int i = 0; i < MR; ++i) {
-      const T s = a[i * rs + kk * ks];
+      const T s = column[i * step];
       for (int v = 0; v < NV; ++v) acc[i][v] += s * row[v];
     }
   }
@@ -72,40 +95,34 @@ inline void tile(const T* a, int64_t rs, int64_t ks, const T* b, int64_t ldb, T*
 }
 
 // The last m % MR rows: tile<R> for R = rows (compile-time row counts MR - 1 down to 1).
-template <class T, int R, int NV>
-inline void tail_rows(int64_t rows, const T* a, int64_t rs, int64_t ks, const T* b, int64_t ldb, T* c, int64_t ldc,
-                      int64_t k, const Epilogue<T>& e) {
+template <class T, int R, int NV, class A>
+inline void tail_rows(int64_t rows, const A& a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t k,
+                      const Epilogue<T>& e) {
   if constexpr (R > 0) {
-    if (rows == R) tile<T, R, NV>(a, rs, ks, b, ldb, c, ldc, k, e);
-    else tail_rows<T, R - 1, NV>(rows, a, rs, ks, b, ldb, c, ldc, k, e);
+    if (rows == R) tile<T, R, NV>(a, b, ldb, c, ldc, k, e);
+    else tail_rows<T, R - 1, NV>(rows, a, b, ldb, c, ldc, k, e);
   }
 }
 
 // All rows of one column group of NV vectors.
-template <class T, int MR, int NV>
-void column_group(int64_t m, int64_t k, const MatrixA<T>& a, const T* b, int64_t ldb, T* c, int64_t ldc,
+template <class T, int MR, int NV, class A>
+void column_group(int64_t m, int64_t k, const A& a, const T* b, int64_t ldb, T* c, int64_t ldc,
                   const Epilogue<T>& e) {
   int64_t i = 0;
-  for (; i + MR <= m; i += MR) {
-    tile<T, MR, NV>(a.data + i * a.row_stride, a.row_stride, a.k_stride, b, ldb, c + i * ldc, ldc, k,
-                    {e.accumulate, e.bias != nullptr ? e.bias + i : nullptr});
-  }
-  if (i < m) {
-    tail_rows<T, MR - 1, NV>(m - i, a.data + i * a.row_stride, a.row_stride, a.k_stride, b, ldb, c + i * ldc, ldc,
-                             k, {e.accumulate, e.bias != nullptr ? e.bias + i : nullptr});
-  }
+  for (; i + MR <= m; i += MR) tile<T, MR, NV>(a.from_row(i), b, ldb, c + i * ldc, ldc, k, e.shifted(i, 0));
+  if (i < m) tail_rows<T, MR - 1, NV>(m - i, a.from_row(i), b, ldb, c + i * ldc, ldc, k, e.shifted(i, 0));
 }
 
 // C (m, n) = A (m, k) * B (k, n) with the epilogue e; n % kLanes<T> == 0. Tiles of MR rows x NV vectors; the
 // columns left over are done with NV - 1, NV - 2, ... vectors.
-template <class T, int MR, int NV>
-void gemm(int64_t m, int64_t n, int64_t k, const MatrixA<T>& a, const T* b, int64_t ldb, T* c, int64_t ldc,
+template <class T, int MR, int NV, class A>
+void gemm(int64_t m, int64_t n, int64_t k, const A& a, const T* b, int64_t ldb, T* c, int64_t ldc,
           const Epilogue<T>& e = {}) {
   constexpr int64_t width = NV * kLanes<T>;
   int64_t j = 0;
-  for (; j + width <= n; j += width) column_group<T, MR, NV>(m, k, a, b + j, ldb, c + j, ldc, e);
+  for (; j + width <= n; j += width) column_group<T, MR, NV>(m, k, a, b + j, ldb, c + j, ldc, e.shifted(0, j));
   if constexpr (NV > 1) {
-    if (j < n) gemm<T, MR, NV - 1>(m, n - j, k, a, b + j, ldb, c + j, ldc, e);
+    if (j < n) gemm<T, MR, NV - 1>(m, n - j, k, a, b + j, ldb, c + j, ldc, e.shifted(0, j));
   }
 }
 
