@@ -10,6 +10,5 @@ for pair in $(seq 1 "$pairs"); do
   build/tools/syncgrad-launch --nproc-per-node 2 build/bench/syncgrad-bench-allreduce --rounds "$rounds" |
     sed 's/^\[rank0\]: //'
   echo "== pair $pair: PyTorch"
-  OMP_NUM_THREADS=1 /usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 --master_port 0 \
-    bench/torch_allreduce.py "$rounds" 2>/dev/null
+  OMP_NUM_THREADS=1 /usr/bin/python3 bench/torch_allreduce.py "$rounds" 2
 done

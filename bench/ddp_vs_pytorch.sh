@@ -14,8 +14,7 @@ ours() {  # model world steps [extra flags]
     sed 's/^\[rank0\]: //'
 }
 theirs() {  # model world steps
-  echo "torch $1 world $2: $(OMP_NUM_THREADS=1 LD_LIBRARY_PATH="$openblas" /usr/bin/python3 -m torch.distributed.run \
-    --nproc_per_node "$2" --master_port 0 bench/torch_ddp.py "$1" "$3" 2>/dev/null)"
+  echo "torch $1 world $2: $(OMP_NUM_THREADS=1 LD_LIBRARY_PATH="$openblas" /usr/bin/python3 bench/torch_ddp.py "$1" "$3" "$2")"
 }
 for model in mlp cnn; do
   steps=$mlp_steps; [ "$model" = cnn ] && steps=$cnn_steps

@@ -1,11 +1,14 @@
 """PyTorch's all_reduce over gloo for the sizes syncgrad-bench-allreduce measures (f32 sum, median of rounds).
-Run with: python -m torch.distributed.run --nproc_per_node 2 bench/torch_allreduce.py [rounds]"""
+Usage: torch_allreduce.py [rounds] [world=2]"""
 import statistics
 import sys
 import time
 
 import torch
 import torch.distributed as dist
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from torch_spawn import spawn  # noqa: E402
 
 
 def seconds_per_call(iterations, call):
@@ -16,8 +19,8 @@ def seconds_per_call(iterations, call):
     return (time.perf_counter() - start) / iterations
 
 
-def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+def main(rounds):
+    torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     if rank == 0:
@@ -38,4 +41,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    spawn(int(sys.argv[2]) if len(sys.argv) > 2 else 2, main, int(sys.argv[1]) if len(sys.argv) > 1 else 3)

@@ -1,6 +1,6 @@
 """PyTorch side of bench/ddp_vs_pytorch.sh: DistributedDataParallel over gloo on the same MLP/CNN, synthetic
 batches of 64 per rank, one thread per rank, 5 warm-up steps, then STEPS timed steps; rank 0 prints
-'samples/s N'. Run with: python -m torch.distributed.run --nproc_per_node W bench/torch_ddp.py mlp|cnn STEPS
+'samples/s N'. Usage: torch_ddp.py mlp|cnn STEPS WORLD
 """
 import os
 import sys
@@ -13,6 +13,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "train"))
 from torch_exchange import CNN, MLP  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from torch_spawn import spawn  # noqa: E402
 
 
 def main(model_name, steps):
@@ -41,4 +44,4 @@ def main(model_name, steps):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    spawn(int(sys.argv[3]), main, sys.argv[1], int(sys.argv[2]))

@@ -4,6 +4,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "tensor/errors.h"
 
@@ -53,7 +54,43 @@ void divide(void* data, size_t n, double divisor) {
   for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(static_cast<C>(d[i]) / by);
 }
 
+// x = op(x, y) on gloo element type T holding values of storage type S.
+template <class T, class S, class Op>
+void in_place(T* x, const T* y, size_t n) {
+  reduce<S, Op>(x, x, y, n);
+}
+
+template <class T, class S>
+const gloo::ReductionFunction<T>* pick_legacy(ReduceOp op) {
+  static const gloo::ReductionFunction<T> sum(gloo::SUM, &in_place<T, S, Sum>);
+  static const gloo::ReductionFunction<T> max(gloo::MAX, &in_place<T, S, Max>);
+  static const gloo::ReductionFunction<T> min(gloo::MIN, &in_place<T, S, Min>);
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return &sum;
+    case ReduceOp::kMax: return &max;
+    case ReduceOp::kMin: return &min;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+template <class T>
+const gloo::ReductionFunction<T>* legacy_reduction(DType dtype, ReduceOp op) {
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    return dtype == DType::f16 ? pick_legacy<uint16_t, Eigen::half>(op) : pick_legacy<uint16_t, Eigen::bfloat16>(op);
+  } else {
+    return pick_legacy<T, T>(op);
+  }
+}
+
+template const gloo::ReductionFunction<float>* legacy_reduction<float>(DType, ReduceOp);
+template const gloo::ReductionFunction<double>* legacy_reduction<double>(DType, ReduceOp);
+template const gloo::ReductionFunction<int64_t>* legacy_reduction<int64_t>(DType, ReduceOp);
+template const gloo::ReductionFunction<int32_t>* legacy_reduction<int32_t>(DType, ReduceOp);
+template const gloo::ReductionFunction<uint8_t>* legacy_reduction<uint8_t>(DType, ReduceOp);
+template const gloo::ReductionFunction<uint16_t>* legacy_reduction<uint16_t>(DType, ReduceOp);
 
 ReduceKernel reduce_kernel(DType dtype, ReduceOp op, const char* collective) {
   if (op == ReduceOp::kAvg && !is_floating(dtype)) {

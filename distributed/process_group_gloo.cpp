@@ -4,7 +4,6 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
-#include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
@@ -19,7 +18,9 @@
 
 #include "distributed/errors.h"
 #include "distributed/gloo_reduce.h"
+#include "distributed/gloo_small_allreduce.h"
 #include "distributed/gloo_store.h"
+#include "distributed/hash_store.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad::distributed {
@@ -39,6 +40,7 @@ struct ProcessGroupGloo::Shared {
   int size = 1;
   std::chrono::milliseconds timeout{0};
   std::shared_ptr<gloo::Context> context;  // null for world size 1
+  std::unique_ptr<GlooSmallAllreduce> small;  // messages up to GlooSmallAllreduce::kMaxBytes (world size > 1)
   std::vector<std::string> peer_addresses;  // rank -> "[ip]:port" of its Gloo listener
 
   std::mutex mutex;
@@ -61,7 +63,20 @@ struct ProcessGroupGloo::Shared {
     for (int peer = 0; peer < size; ++peer) {
       if (peer != rank) ctx->getPair(peer)->close();
     }
+    small->abort();
   }
+
+  // In place over `count` elements; small messages take the synchronous path.
+  void allreduce_buffer(void* data, size_t count, DType dtype, ReduceOp op, uint32_t tag) {
+    if (!context) return;
+    if (count * element_size(dtype) <= GlooSmallAllreduce::kMaxBytes) {
+      small->run(data, count, dtype, op);
+    } else {
+      run_allreduce(data, count, dtype, op, tag);
+    }
+  }
+
+  void run_allreduce(void* data, size_t count, DType dtype, ReduceOp op, uint32_t tag);
 
   std::string peers_named_in(const std::string& text) const {
     std::string ranks;
@@ -241,20 +256,19 @@ void with_element_width(size_t width, F&& f) {
   throw DTypeError("gloo: unsupported element width " + std::to_string(width));
 }
 
-void run_allreduce(const std::shared_ptr<gloo::Context>& context, void* data, size_t n, size_t width,
-                   ReduceKernel kernel, uint32_t tag, std::chrono::milliseconds timeout) {
+}  // namespace
+
+void ProcessGroupGloo::Shared::run_allreduce(void* data, size_t count, DType dtype, ReduceOp op, uint32_t tag) {
   gloo::AllreduceOptions opts(context);
-  with_element_width(width, [&](auto* type) {
+  with_element_width(element_size(dtype), [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
-    opts.setOutput(static_cast<T*>(data), n);
+    opts.setOutput(static_cast<T*>(data), count);
   });
-  opts.setReduceFunction(kernel);
+  opts.setReduceFunction(reduce_kernel(dtype, op, "allreduce"));
   opts.setTag(tag);
   opts.setTimeout(timeout);
   gloo::allreduce(opts);
 }
-
-}  // namespace
 
 ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size,
                                    const ProcessGroupOptions& options)
@@ -278,6 +292,12 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
                             "); check that every rank can reach the others' addresses (GLOO_SOCKET_IFNAME picks "
                             "the interface)");
     }
+    // A second, synchronous context for small messages (see gloo_small_allreduce.h).
+    auto sync_context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    sync_context->setTimeout(options.timeout);
+    GlooStore sync_store(std::make_shared<PrefixStore>("sync", store), size);
+    sync_context->connectFullMesh(sync_store, device);
+    shared_->small = std::make_unique<GlooSmallAllreduce>(sync_context);
     store->set("gloo_address/" + std::to_string(rank), listener_address(device->str()));
     for (int r = 0; r < size; ++r) {
       if (r != rank) shared_->peer_addresses[r] = store->get_string("gloo_address/" + std::to_string(r));
@@ -325,13 +345,10 @@ std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupGloo::Shared>& s
 
 std::shared_ptr<Work> ProcessGroupGloo::allreduce(const Tensor& tensor, ReduceOp op) {
   check_cpu_contiguous(tensor, "allreduce", "the tensor");
-  const ReduceKernel kernel = reduce_kernel(tensor.dtype(), op, "allreduce");
+  reduce_kernel(tensor.dtype(), op, "allreduce");  // an unsupported dtype/op fails here, in the caller
   auto shared = shared_;
   return enqueue(shared_, [&](uint64_t seq) { return describe("allreduce", seq, tensor, reduce_op_name(op)); }, [=](uint32_t tag) {
-    if (shared->context) {
-      run_allreduce(shared->context, tensor.data_ptr(), tensor.numel(), tensor.element_size(), kernel, tag,
-                    shared->timeout);
-    }
+    shared->allreduce_buffer(tensor.data_ptr(), tensor.numel(), tensor.dtype(), op, tag);
     if (op == ReduceOp::kAvg) divide_in_place(tensor.data_ptr(), tensor.dtype(), tensor.numel(), shared->size);
   });
 }
@@ -344,6 +361,12 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root
   auto shared = shared_;
   return enqueue(shared_, [&](uint64_t seq) { return describe("broadcast", seq, tensor, "root " + std::to_string(root)); }, [=](uint32_t tag) {
     if (!shared->context) return;
+    if (tensor.nbytes() <= GlooSmallAllreduce::kMaxBytes) {
+      // A sum of bytes where every rank but the root contributes zeros: the root's bytes, exactly.
+      if (shared->rank != root) std::memset(tensor.data_ptr(), 0, tensor.nbytes());
+      shared->small->run(tensor.data_ptr(), tensor.nbytes(), DType::u8, ReduceOp::kSum);
+      return;
+    }
     gloo::BroadcastOptions opts(shared->context);
     with_element_width(tensor.element_size(), [&](auto* type) {
       using T = std::remove_pointer_t<decltype(type)>;
@@ -371,15 +394,21 @@ std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& out
       return;
     }
     std::vector<uint8_t> gathered(bytes * shared->size);
-    gloo::AllgatherOptions opts(shared->context);
-    with_element_width(input.element_size(), [&](auto* type) {
-      using T = std::remove_pointer_t<decltype(type)>;
-      opts.setInput(static_cast<T*>(input.data_ptr()), input.numel());
-      opts.setOutput(reinterpret_cast<T*>(gathered.data()), input.numel() * shared->size);
-    });
-    opts.setTag(tag);
-    opts.setTimeout(shared->timeout);
-    gloo::allgather(opts);
+    if (gathered.size() <= GlooSmallAllreduce::kMaxBytes) {
+      // Each rank fills its own slot of a zeroed buffer; a byte-wise sum assembles all slots exactly.
+      std::memcpy(gathered.data() + shared->rank * bytes, input.data_ptr(), bytes);
+      shared->small->run(gathered.data(), gathered.size(), DType::u8, ReduceOp::kSum);
+    } else {
+      gloo::AllgatherOptions opts(shared->context);
+      with_element_width(input.element_size(), [&](auto* type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        opts.setInput(static_cast<T*>(input.data_ptr()), input.numel());
+        opts.setOutput(reinterpret_cast<T*>(gathered.data()), input.numel() * shared->size);
+      });
+      opts.setTag(tag);
+      opts.setTimeout(shared->timeout);
+      gloo::allgather(opts);
+    }
     for (int r = 0; r < shared->size; ++r) std::memcpy(outputs[r].data_ptr(), gathered.data() + r * bytes, bytes);
   });
 }
@@ -392,17 +421,14 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, con
                      std::to_string(size()) + "; pass one input per rank");
   }
   for (size_t r = 0; r < inputs.size(); ++r) check_like(inputs[r], output, "reduce_scatter", "input " + std::to_string(r));
-  const ReduceKernel kernel = reduce_kernel(output.dtype(), op, "reduce_scatter");
+  reduce_kernel(output.dtype(), op, "reduce_scatter");  // an unsupported dtype/op fails here, in the caller
   auto shared = shared_;
   // Gloo has no reduce-scatter in its options API: allreduce the concatenated inputs, keep this rank's part.
   return enqueue(shared_, [&](uint64_t seq) { return describe("reduce_scatter", seq, output, reduce_op_name(op)); }, [=](uint32_t tag) {
     const size_t bytes = output.nbytes();
     std::vector<uint8_t> all(bytes * shared->size);
     for (int r = 0; r < shared->size; ++r) std::memcpy(all.data() + r * bytes, inputs[r].data_ptr(), bytes);
-    if (shared->context) {
-      run_allreduce(shared->context, all.data(), output.numel() * shared->size, output.element_size(), kernel, tag,
-                    shared->timeout);
-    }
+    shared->allreduce_buffer(all.data(), output.numel() * shared->size, output.dtype(), op, tag);
     std::memcpy(output.data_ptr(), all.data() + shared->rank * bytes, bytes);
     if (op == ReduceOp::kAvg) divide_in_place(output.data_ptr(), output.dtype(), output.numel(), shared->size);
   });
@@ -412,10 +438,8 @@ std::shared_ptr<Work> ProcessGroupGloo::barrier() {
   auto shared = shared_;
   return enqueue(shared_, [](uint64_t seq) { return "barrier #" + std::to_string(seq); }, [=](uint32_t tag) {
     if (!shared->context) return;
-    gloo::BarrierOptions opts(shared->context);
-    opts.setTag(tag);
-    opts.setTimeout(shared->timeout);
-    gloo::barrier(opts);
+    int32_t token = 0;
+    shared->small->run(&token, 1, DType::i32, ReduceOp::kSum);
   });
 }
 

@@ -18,11 +18,19 @@
 #include <thread>
 
 #include "distributed/tcp_store.h"
+#include "tensor/threads.h"
 
 namespace syncgrad::test {
 
 namespace {
 std::FILE* rank_report = nullptr;
+
+// Forked ranks must not inherit a running OpenMP thread pool (libgomp's pool does not survive fork and the
+// child's first parallel region would hang), so this test binary computes on one thread from the start.
+const bool single_threaded = [] {
+  set_num_threads(1);
+  return true;
+}();
 }
 
 void report(const std::string& line) {
