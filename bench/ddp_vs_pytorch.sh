@@ -7,10 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mlp_steps=${1:-300}; cnn_steps=${2:-40}
 openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
-launch=build/tools/syncgrad-launch
+build=${SYNCGRAD_BUILD_DIR:-build}
+launch=$build/tools/syncgrad-launch
 ours() {  # model world steps [extra flags]
   local model=$1 world=$2 steps=$3; shift 3
-  $launch --nproc-per-node "$world" build/bench/syncgrad-bench-ddp --model "$model" --steps "$steps" "$@" |
+  $launch --nproc-per-node "$world" $build/bench/syncgrad-bench-ddp --model "$model" --steps "$steps" "$@" |
     sed 's/^\[rank0\]: //'
 }
 theirs() {  # model world steps
