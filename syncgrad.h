@@ -93,3 +93,4 @@
 #include "distributed/reducer.h"
 #include "distributed/ddp.h"
 #include "distributed/sync_batch_norm.h"
+#include "distributed/data_parallel.h"
