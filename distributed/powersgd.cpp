@@ -143,7 +143,8 @@ class PowerSGDHook : public CommHook {
       const int64_t n = g.dim() >= 2 ? g.size(0) : 1;
       const int64_t m = g.numel() / std::max<int64_t>(n, 1);
       const int64_t r = std::min<int64_t>({options_.matrix_approximation_rank, n, m});
-      const bool compress = g.dim() >= 2 && double(n) * double(m) >= options_.min_compression_rate * double(r) * double(n + m);
+      const bool compress =
+          g.dim() >= 2 && double(n) * double(m) >= options_.min_compression_rate * double(r) * double(n + m);
       if (!compress) {
         s.vectors.push_back(g);
         vector_numel += g.numel();

@@ -347,10 +347,12 @@ std::shared_ptr<Work> ProcessGroupGloo::allreduce(const Tensor& tensor, ReduceOp
   check_cpu_contiguous(tensor, "allreduce", "the tensor");
   reduce_kernel(tensor.dtype(), op, "allreduce");  // an unsupported dtype/op fails here, in the caller
   auto shared = shared_;
-  return enqueue(shared_, [&](uint64_t seq) { return describe("allreduce", seq, tensor, reduce_op_name(op)); }, [=](uint32_t tag) {
-    shared->allreduce_buffer(tensor.data_ptr(), tensor.numel(), tensor.dtype(), op, tag);
-    if (op == ReduceOp::kAvg) divide_in_place(tensor.data_ptr(), tensor.dtype(), tensor.numel(), shared->size);
-  });
+  return enqueue(
+      shared_, [&](uint64_t seq) { return describe("allreduce", seq, tensor, reduce_op_name(op)); },
+      [=](uint32_t tag) {
+        shared->allreduce_buffer(tensor.data_ptr(), tensor.numel(), tensor.dtype(), op, tag);
+        if (op == ReduceOp::kAvg) divide_in_place(tensor.data_ptr(), tensor.dtype(), tensor.numel(), shared->size);
+      });
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root) {
@@ -359,24 +361,26 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root
     throw ValueError("broadcast: root " + std::to_string(root) + " is outside 0.." + std::to_string(size() - 1));
   }
   auto shared = shared_;
-  return enqueue(shared_, [&](uint64_t seq) { return describe("broadcast", seq, tensor, "root " + std::to_string(root)); }, [=](uint32_t tag) {
-    if (!shared->context) return;
-    if (tensor.nbytes() <= GlooSmallAllreduce::kMaxBytes) {
-      // A sum of bytes where every rank but the root contributes zeros: the root's bytes, exactly.
-      if (shared->rank != root) std::memset(tensor.data_ptr(), 0, tensor.nbytes());
-      shared->small->run(tensor.data_ptr(), tensor.nbytes(), DType::u8, ReduceOp::kSum);
-      return;
-    }
-    gloo::BroadcastOptions opts(shared->context);
-    with_element_width(tensor.element_size(), [&](auto* type) {
-      using T = std::remove_pointer_t<decltype(type)>;
-      opts.setOutput(static_cast<T*>(tensor.data_ptr()), tensor.numel());
-    });
-    opts.setRoot(root);
-    opts.setTag(tag);
-    opts.setTimeout(shared->timeout);
-    gloo::broadcast(opts);
-  });
+  return enqueue(
+      shared_, [&](uint64_t seq) { return describe("broadcast", seq, tensor, "root " + std::to_string(root)); },
+      [=](uint32_t tag) {
+        if (!shared->context) return;
+        if (tensor.nbytes() <= GlooSmallAllreduce::kMaxBytes) {
+          // A sum of bytes where every rank but the root contributes zeros: the root's bytes, exactly.
+          if (shared->rank != root) std::memset(tensor.data_ptr(), 0, tensor.nbytes());
+          shared->small->run(tensor.data_ptr(), tensor.nbytes(), DType::u8, ReduceOp::kSum);
+          return;
+        }
+        gloo::BroadcastOptions opts(shared->context);
+        with_element_width(tensor.element_size(), [&](auto* type) {
+          using T = std::remove_pointer_t<decltype(type)>;
+          opts.setOutput(static_cast<T*>(tensor.data_ptr()), tensor.numel());
+        });
+        opts.setRoot(root);
+        opts.setTag(tag);
+        opts.setTimeout(shared->timeout);
+        gloo::broadcast(opts);
+      });
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
@@ -420,18 +424,21 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, con
     throw ValueError("reduce_scatter: got " + std::to_string(inputs.size()) + " input tensors for world size " +
                      std::to_string(size()) + "; pass one input per rank");
   }
-  for (size_t r = 0; r < inputs.size(); ++r) check_like(inputs[r], output, "reduce_scatter", "input " + std::to_string(r));
+  for (size_t r = 0; r < inputs.size(); ++r)
+    check_like(inputs[r], output, "reduce_scatter", "input " + std::to_string(r));
   reduce_kernel(output.dtype(), op, "reduce_scatter");  // an unsupported dtype/op fails here, in the caller
   auto shared = shared_;
   // Gloo has no reduce-scatter in its options API: allreduce the concatenated inputs, keep this rank's part.
-  return enqueue(shared_, [&](uint64_t seq) { return describe("reduce_scatter", seq, output, reduce_op_name(op)); }, [=](uint32_t tag) {
-    const size_t bytes = output.nbytes();
-    std::vector<uint8_t> all(bytes * shared->size);
-    for (int r = 0; r < shared->size; ++r) std::memcpy(all.data() + r * bytes, inputs[r].data_ptr(), bytes);
-    shared->allreduce_buffer(all.data(), output.numel() * shared->size, output.dtype(), op, tag);
-    std::memcpy(output.data_ptr(), all.data() + shared->rank * bytes, bytes);
-    if (op == ReduceOp::kAvg) divide_in_place(output.data_ptr(), output.dtype(), output.numel(), shared->size);
-  });
+  return enqueue(
+      shared_, [&](uint64_t seq) { return describe("reduce_scatter", seq, output, reduce_op_name(op)); },
+      [=](uint32_t tag) {
+        const size_t bytes = output.nbytes();
+        std::vector<uint8_t> all(bytes * shared->size);
+        for (int r = 0; r < shared->size; ++r) std::memcpy(all.data() + r * bytes, inputs[r].data_ptr(), bytes);
+        shared->allreduce_buffer(all.data(), output.numel() * shared->size, output.dtype(), op, tag);
+        std::memcpy(output.data_ptr(), all.data() + shared->rank * bytes, bytes);
+        if (op == ReduceOp::kAvg) divide_in_place(output.data_ptr(), output.dtype(), output.numel(), shared->size);
+      });
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::barrier() {

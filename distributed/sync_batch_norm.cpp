@@ -127,9 +127,11 @@ Tensor sync_batch_norm(const Tensor& input, const Tensor& running_mean, const Te
   if (running_mean.defined()) {
     NoGradGuard no_grad;
     const double m = momentum_factor;
-    raw::copy_(running_mean, raw::add(raw::mul(running_mean, Scalar(1 - m)), raw::mul(raw::to(mean, running_mean.dtype()), Scalar(m))));
+    raw::copy_(running_mean, raw::add(raw::mul(running_mean, Scalar(1 - m)),
+                                      raw::mul(raw::to(mean, running_mean.dtype()), Scalar(m))));
     const Tensor unbiased = raw::mul(var, Scalar(total / (total - 1)));
-    raw::copy_(running_var, raw::add(raw::mul(running_var, Scalar(1 - m)), raw::mul(raw::to(unbiased, running_var.dtype()), Scalar(m))));
+    raw::copy_(running_var, raw::add(raw::mul(running_var, Scalar(1 - m)),
+                                     raw::mul(raw::to(unbiased, running_var.dtype()), Scalar(m))));
   }
   Tensor y = raw::mul(raw::sub(x, per_channel(mean)), per_channel(invstd));
   if (weight.defined()) y = raw::mul(y, per_channel(raw::to(weight, cdt)));

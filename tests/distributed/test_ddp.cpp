@@ -171,7 +171,8 @@ TEST_CASE("buckets: reverse registration order at first, then the order gradient
     DistributedDataParallel ddp(model, {.bucket_cap_mb = 0.2, .first_bucket_mb = 0.001});
     auto names = ddp.bucket_names();
     expect(names.size() >= 3, "several buckets for a 0.2 MB cap, got " + std::to_string(names.size()));
-    expect(names.front().front() == "fc3.bias", "first bucket starts with the last parameter, got " + names.front().front());
+    expect(names.front().front() == "fc3.bias",
+           "first bucket starts with the last parameter, got " + names.front().front());
     Tensor x = randn({4, 784}, {}, &gen);
     sum((*model)(x)).backward();  // the model itself (no DDP forward needed for the hooks)
     expect(ddp.synced_steps() == 1, "one synchronised step");
@@ -203,7 +204,8 @@ TEST_CASE("no_sync: k micro-batches accumulate locally and reduce once, equal to
         loss.backward();
       }
     }
-    expect(ddp.synced_steps() == 1, "one allreduce step for k micro-batches, got " + std::to_string(ddp.synced_steps()));
+    expect(ddp.synced_steps() == 1,
+           "one allreduce step for k micro-batches, got " + std::to_string(ddp.synced_steps()));
     cross_entropy((*reference)(all.x), all.y).backward();
     auto mine = model->named_parameters(), ref = reference->named_parameters();
     for (size_t i = 0; i < mine.size(); ++i) {
@@ -275,7 +277,9 @@ TEST_CASE("every communication hook trains: the loss falls") {
       auto model = models::make_model("mlp", &gen);
       DDPOptions options;
       options.comm_hook = make_comm_hook(hook);
-      if (hook.rfind("powersgd", 0) == 0) options.comm_hook = powersgd_hook({.matrix_approximation_rank = hook == "powersgd" ? 1 : 2, .start_iteration = 2});
+      if (hook.rfind("powersgd", 0) == 0)
+        options.comm_hook =
+            powersgd_hook({.matrix_approximation_rank = hook == "powersgd" ? 1 : 2, .start_iteration = 2});
       DistributedDataParallel ddp(model, options);
       optim::SGD opt(model->parameters(), {.lr = 0.05, .momentum = 0.9});
       // A fixed batch per rank: the loss on it must fall.

@@ -223,10 +223,15 @@ TEST_CASE("collective argument errors name the problem") {
   auto group = init_process_group(options);
   Tensor m = zeros({4, 4});
   check_error<ValueError>([&] { group->allreduce(m.t()); }, {"not contiguous"});
-  check_error<DTypeError>([&] { group->allreduce(zeros({3}, TensorOptions{DType::i64}), ReduceOp::kAvg); }, {"avg needs a floating dtype"});
+  check_error<DTypeError>([&] { group->allreduce(zeros({3}, TensorOptions{DType::i64}), ReduceOp::kAvg); },
+                          {"avg needs a floating dtype"});
   check_error<DTypeError>([&] { group->allreduce(zeros({3}, TensorOptions{DType::boolean})); }, {"cannot reduce"});
   check_error<ValueError>([&] { group->broadcast(m, 3); }, {"root 3 is outside 0..0"});
-  check_error<ValueError>([&] { group->allgather({zeros({4, 4}), zeros({4, 4})}, m); }, {"2 output tensors for world size 1"});
+  check_error<ValueError>(
+      [&] {
+        group->allgather({zeros({4, 4}), zeros({4, 4})}, m);
+      },
+      {"2 output tensors for world size 1"});
   check_error<ShapeError>([&] { group->allgather({zeros({5})}, m); }, {"output 0 is [5]"});
   check_error<DistributedError>([&] { init_process_group(options); }, {"already initialised"});
   destroy_process_group();

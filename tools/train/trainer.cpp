@@ -259,9 +259,9 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
           // Exposed communication: the share of the window backward's end spent waiting for reductions; the
           // rest of the reductions' time ran hidden behind backward (overlap).
           const double overlapped = window_comm > 0 ? 100.0 * (1.0 - std::min(1.0, window_exposed / window_comm)) : 0;
-          used += std::snprintf(line + used, sizeof line - used,
-                                "  comm exposed %.1f%% (%.0f%% of %.1f ms/step hidden)", 100.0 * window_exposed / window,
-                                overlapped, 1e3 * window_comm / std::max<int64_t>(1, window_steps));
+          used += std::snprintf(
+              line + used, sizeof line - used, "  comm exposed %.1f%% (%.0f%% of %.1f ms/step hidden)",
+              100.0 * window_exposed / window, overlapped, 1e3 * window_comm / std::max<int64_t>(1, window_steps));
         }
         std::snprintf(line + used, sizeof line - used, "  ETA %s\n", format_duration(eta).c_str());
         out << line << std::flush;
