@@ -2,7 +2,8 @@
 // compute thread per rank. Run it under the launcher for world size 1 and 2 and compare:
 //   build/tools/syncgrad-launch --nproc-per-node 2 build/bench/syncgrad-bench-ddp --model cnn --steps 40
 // Options: --model mlp|cnn, --steps N (timed, after 5 warm-up steps), --batch B (per rank, 64),
-// --bucket-cap-mb X (25), --no-overlap (launch every bucket at the end of backward), --comm-hook NAME.
+// --bucket-cap-mb X (25), --first-bucket-mb X (1), --no-overlap (launch every bucket at the end of backward),
+// --no-step-check (skip DDP's per-step agreement allgather), --comm-hook NAME.
 // Rank 0 prints one line: model, world, samples/s (all ranks), ms/step, comm ms/step, exposed comm share.
 #include <chrono>
 #include <cstdio>
@@ -23,8 +24,8 @@ int main(int argc, char** argv) {
   std::string model_name = "mlp", hook = "allreduce";
   int steps = 40;
   int64_t batch = 64;
-  double bucket_cap_mb = 25;
-  bool overlap = true;
+  double bucket_cap_mb = 25, first_bucket_mb = 1;
+  bool overlap = true, step_check = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -33,7 +34,9 @@ int main(int argc, char** argv) {
     else if (arg == "--batch" && has_value) batch = std::atoll(argv[++i]);
     else if (arg == "--bucket-cap-mb" && has_value) bucket_cap_mb = std::atof(argv[++i]);
     else if (arg == "--comm-hook" && has_value) hook = argv[++i];
+    else if (arg == "--first-bucket-mb" && has_value) first_bucket_mb = std::atof(argv[++i]);
     else if (arg == "--no-overlap") overlap = false;
+    else if (arg == "--no-step-check") step_check = false;
     else {
       std::fprintf(stderr, "syncgrad-bench-ddp: unknown argument %s (see the top of bench/bench_ddp.cpp)\n", argv[i]);
       return 2;
@@ -45,7 +48,9 @@ int main(int argc, char** argv) {
   auto model = models::make_model(model_name, &init);
   DDPOptions options;
   options.bucket_cap_mb = bucket_cap_mb;
+  options.first_bucket_mb = first_bucket_mb;
   options.overlap = overlap;
+  options.check_step_agreement = step_check;
   options.comm_hook = make_comm_hook(hook);
   DistributedDataParallel ddp(model, group, options);
   optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
