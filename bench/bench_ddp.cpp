@@ -5,9 +5,10 @@
 // --bucket-cap-mb X (25), --first-bucket-mb X (1), --no-overlap (launch every bucket at the end of backward),
 // --no-step-check (skip DDP's per-step agreement allgather), --comm-hook NAME.
 // Rank 0 prints one line: model, world, samples/s (all ranks), ms/step, comm ms/step, exposed comm share.
+#include <CLI/CLI.hpp>
+
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "autograd/ops/loss.h"
@@ -25,65 +26,65 @@ int main(int argc, char** argv) {
   int steps = 40;
   int64_t batch = 64;
   double bucket_cap_mb = 25, first_bucket_mb = 1;
-  bool overlap = true, step_check = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--model" && has_value) model_name = argv[++i];
-    else if (arg == "--steps" && has_value) steps = std::atoi(argv[++i]);
-    else if (arg == "--batch" && has_value) batch = std::atoll(argv[++i]);
-    else if (arg == "--bucket-cap-mb" && has_value) bucket_cap_mb = std::atof(argv[++i]);
-    else if (arg == "--comm-hook" && has_value) hook = argv[++i];
-    else if (arg == "--first-bucket-mb" && has_value) first_bucket_mb = std::atof(argv[++i]);
-    else if (arg == "--no-overlap") overlap = false;
-    else if (arg == "--no-step-check") step_check = false;
-    else {
-      std::fprintf(stderr, "syncgrad-bench-ddp: unknown argument %s (see the top of bench/bench_ddp.cpp)\n", argv[i]);
-      return 2;
-    }
-  }
-  auto group = init_process_group();
-  const int rank = group->rank(), world = group->size();
-  Generator init(0);
-  auto model = models::make_model(model_name, &init);
-  DDPOptions options;
-  options.bucket_cap_mb = bucket_cap_mb;
-  options.first_bucket_mb = first_bucket_mb;
-  options.overlap = overlap;
-  options.check_step_agreement = step_check;
-  options.comm_hook = make_comm_hook(hook);
-  DistributedDataParallel ddp(model, group, options);
-  optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
-  Generator data(100 + rank);
-  const Shape shape = model_name == "cnn" ? Shape{batch, 1, 28, 28} : Shape{batch, 784};
-  Tensor x = randn(shape, {}, &data);
-  Tensor y = randint(0, 10, {batch}, {.dtype = DType::i64}, &data);
+  bool no_overlap = false, no_step_check = false;
+  CLI::App app{"syncgrad-bench-ddp: DDP training throughput (run under syncgrad-launch)"};
+  app.add_option("--model", model_name, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--steps", steps, "timed steps after 5 warm-up steps")->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "samples per rank and step")->check(CLI::PositiveNumber);
+  app.add_option("--bucket-cap-mb", bucket_cap_mb, "DDP bucket size (MiB)")->check(CLI::PositiveNumber);
+  app.add_option("--first-bucket-mb", first_bucket_mb, "DDP first bucket size (MiB)")->check(CLI::PositiveNumber);
+  app.add_option("--comm-hook", hook, "allreduce, fp16, bf16, powersgd or powersgd:R");
+  app.add_flag("--no-overlap", no_overlap, "launch every bucket at the end of backward");
+  app.add_flag("--no-step-check", no_step_check, "skip DDP's per-step agreement allgather");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const bool overlap = !no_overlap, step_check = !no_step_check;
+    auto group = init_process_group();
+    const int rank = group->rank(), world = group->size();
+    Generator init(0);
+    auto model = models::make_model(model_name, &init);
+    DDPOptions options;
+    options.bucket_cap_mb = bucket_cap_mb;
+    options.first_bucket_mb = first_bucket_mb;
+    options.overlap = overlap;
+    options.check_step_agreement = step_check;
+    options.comm_hook = make_comm_hook(hook);
+    DistributedDataParallel ddp(model, group, options);
+    optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
+    Generator data(100 + rank);
+    const Shape shape = model_name == "cnn" ? Shape{batch, 1, 28, 28} : Shape{batch, 784};
+    Tensor x = randn(shape, {}, &data);
+    Tensor y = randint(0, 10, {batch}, {.dtype = DType::i64}, &data);
 
-  double comm = 0, exposed = 0;
-  std::chrono::steady_clock::time_point start;
-  const int warmup = 5;
-  for (int step = 0; step < warmup + steps; ++step) {
-    if (step == warmup) {
-      group->barrier()->wait();
-      start = std::chrono::steady_clock::now();
+    double comm = 0, exposed = 0;
+    std::chrono::steady_clock::time_point start;
+    const int warmup = 5;
+    for (int step = 0; step < warmup + steps; ++step) {
+      if (step == warmup) {
+        group->barrier()->wait();
+        start = std::chrono::steady_clock::now();
+      }
+      opt.zero_grad(false);
+      cross_entropy(ddp(x), y).backward();
+      opt.step();
+      if (step >= warmup) {
+        comm += ddp.last_stats().comm_seconds;
+        exposed += ddp.last_stats().exposed_seconds;
+      }
     }
-    opt.zero_grad(false);
-    cross_entropy(ddp(x), y).backward();
-    opt.step();
-    if (step >= warmup) {
-      comm += ddp.last_stats().comm_seconds;
-      exposed += ddp.last_stats().exposed_seconds;
+    group->barrier()->wait();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (rank == 0) {
+      std::printf("model %s world %d threads %d bucket_cap_mb %g overlap %d hook %s: samples/s %.0f ms/step %.2f "
+                  "comm_ms/step %.2f exposed_comm %.1f%%\n",
+                  model_name.c_str(), world, get_num_threads(), bucket_cap_mb, overlap ? 1 : 0, hook.c_str(),
+                  steps * batch * world / seconds, 1e3 * seconds / steps, 1e3 * comm / steps,
+                  100.0 * exposed / seconds);
     }
+    destroy_process_group();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "syncgrad-bench-ddp: error: %s\n", e.what());
+    return 1;
   }
-  group->barrier()->wait();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (rank == 0) {
-    std::printf("model %s world %d threads %d bucket_cap_mb %g overlap %d hook %s: samples/s %.0f ms/step %.2f "
-                "comm_ms/step %.2f exposed_comm %.1f%%\n",
-                model_name.c_str(), world, get_num_threads(), bucket_cap_mb, overlap ? 1 : 0, hook.c_str(),
-                steps * batch * world / seconds, 1e3 * seconds / steps, 1e3 * comm / steps,
-                100.0 * exposed / seconds);
-  }
-  destroy_process_group();
   return 0;
 }

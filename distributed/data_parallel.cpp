@@ -101,6 +101,10 @@ class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBac
       : outputs_(std::move(outputs)), replica_params_(std::move(replica_params)), workers_(std::move(workers)) {}
 
   autograd::GradList apply(autograd::GradList&& grads) override {
+    if (outputs_.empty()) {
+      throw AutogradError("DataParallel: backward ran twice through the same forward; the replicas' graphs are "
+                          "freed after the first backward (retain_graph is not supported through DataParallel)");
+    }
     const Tensor& grad = grads[0];
     std::vector<Tensor> pieces;
     int64_t offset = 0;

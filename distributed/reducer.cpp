@@ -115,7 +115,7 @@ void Reducer::begin_backward() {
 void Reducer::mark_ready(size_t index, bool used) {
   NoGradGuard no_grad;
   Bucket& bucket = buckets_[bucket_of_[index]];
-  const Tensor& view = bucket.grad.gradients[slot_of_[index]];
+  const Tensor& view = view_of(index);
   if (used) {
     const Tensor grad = params_[index].second.grad();
     if (grad.data_ptr() != view.data_ptr()) raw::copy_(view, grad);
@@ -204,7 +204,7 @@ void Reducer::write_back(const std::vector<char>& globally_used) {
     const Tensor& param = params_[i].second;
     const Tensor grad = param.grad();
     if (!globally_used[i]) continue;  // no rank used it: its gradient stays as it was (undefined after zero_grad)
-    const Tensor& view = buckets_[bucket_of_[i]].grad.gradients[slot_of_[i]];
+    const Tensor& view = view_of(i);
     if (options_.gradient_as_bucket_view) {
       if (grad.data_ptr() != view.data_ptr()) param.set_grad(view);
     } else if (grad.defined()) {
@@ -287,14 +287,14 @@ void Reducer::rebuild_in_ready_order() {
   group_->broadcast(shared, 0)->wait();
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<size_t>(shared.data_ptr<int64_t>()[i]);
   std::vector<Tensor> old_views(params_.size());
-  for (size_t i = 0; i < params_.size(); ++i) old_views[i] = buckets_[bucket_of_[i]].grad.gradients[slot_of_[i]];
+  for (size_t i = 0; i < params_.size(); ++i) old_views[i] = view_of(i);
   build_buckets(order);
   if (!options_.gradient_as_bucket_view) return;
   NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor grad = params_[i].second.grad();
     if (!grad.defined() || grad.data_ptr() != old_views[i].data_ptr()) continue;
-    const Tensor& view = buckets_[bucket_of_[i]].grad.gradients[slot_of_[i]];
+    const Tensor& view = view_of(i);
     raw::copy_(view, grad);
     params_[i].second.set_grad(view);
   }

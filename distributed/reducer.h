@@ -69,6 +69,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   };
 
   void build_buckets(const std::vector<size_t>& order);
+  // Parameter `index`'s slot in its bucket, shaped like the parameter.
+  const Tensor& view_of(size_t index) const { return buckets_[bucket_of_[index]].grad.gradients[slot_of_[index]]; }
   void on_gradient_ready(size_t index);
   void begin_backward();
   void mark_ready(size_t index, bool used);

@@ -74,4 +74,7 @@ TEST_CASE("DataParallel: evaluation without grad, fewer samples than workers, an
     DataParallel none(model, [] { return models::make_model("mlp"); }, {.num_workers = 0});
   }, {"num_workers must be >= 1, got 0"});
   testing::check_error<ShapeError>([&] { dp(zeros({0, 784})); }, {"non-empty batch dimension"});
+  Tensor loss = sum(dp(randn({4, 784}, {}, &gen)));
+  loss.backward(Tensor(), /*retain_graph=*/true);
+  testing::check_error<AutogradError>([&] { loss.backward(); }, {"backward ran twice through the same forward"});
 }
