@@ -65,10 +65,10 @@ TEST_CASE("MLP: >= 84% test accuracy after one epoch, >= 85.5% after three (SGD 
   TrainConfig one = c;
   one.epochs = 1;
   one.checkpoint_dir.clear();
-  double after_one = run(one).test_accuracy;
+  double after_one = run(one).evaluation.value;
   MESSAGE("MLP accuracy after 1 epoch: " << after_one);
   CHECK(after_one >= 0.84);
-  double after_three = run(c).test_accuracy;
+  double after_three = run(c).evaluation.value;
   MESSAGE("MLP accuracy after 3 epochs: " << after_three);
   CHECK(after_three >= 0.855);
   std::filesystem::remove_all(dir);
@@ -78,8 +78,8 @@ TEST_CASE("CNN: >= 86% test accuracy after one epoch") {
   REQUIRE_DATA();
   TrainConfig c;  // the defaults are the main job: cnn, one epoch
   train::TrainSummary s = run(c);
-  MESSAGE("CNN accuracy after 1 epoch: " << s.test_accuracy << " (" << s.samples_per_second << " samples/s)");
-  CHECK(s.test_accuracy >= 0.86);
+  MESSAGE("CNN accuracy after 1 epoch: " << s.evaluation.value << " (" << s.samples_per_second << " samples/s)");
+  CHECK(s.evaluation.value >= 0.86);
 }
 
 TEST_CASE("resume continues exactly: N steps + save + resume + N steps equals 2N steps") {
@@ -118,7 +118,7 @@ TEST_CASE("--init-from starts from given weights; a checkpoint of another model 
   c.max_steps = 5;
   std::string dir = temp_dir("init");
   c.checkpoint_dir = dir;
-  double trained = run(c).test_accuracy;
+  double trained = run(c).evaluation.value;
   TrainConfig from = c;
   from.checkpoint_dir.clear();
   from.max_steps = 0;
@@ -126,9 +126,9 @@ TEST_CASE("--init-from starts from given weights; a checkpoint of another model 
   from.init_from = dir + "/model.safetensors";
   from.lr = 0;  // no learning: the accuracy is that of the loaded weights
   from.momentum = 0;
-  CHECK(run(from).test_accuracy == trained);
+  CHECK(run(from).evaluation.value == trained);
   from.init_from.clear();
-  CHECK(run(from).test_accuracy != trained);  // fresh weights score differently
+  CHECK(run(from).evaluation.value != trained);  // fresh weights score differently
 
   TrainConfig wrong = from;
   wrong.init_from = dir + "/model.safetensors";

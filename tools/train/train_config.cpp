@@ -13,7 +13,9 @@ std::string TrainConfig::to_json() const {
                       {"max_steps", max_steps}, {"parallel", parallel},
                       {"dp_workers", dp_workers}, {"backend", backend}, {"accumulate", accumulate},
                       {"scale_lr", scale_lr}, {"warmup_steps", warmup_steps}, {"bucket_cap_mb", bucket_cap_mb},
-                      {"comm_hook", comm_hook}, {"find_unused_parameters", find_unused_parameters}};
+                      {"comm_hook", comm_hook}, {"find_unused_parameters", find_unused_parameters},
+                      {"dataset", dataset}, {"sync_batch_norm", sync_batch_norm}, {"model_config", model_config},
+                      {"eval_every", eval_every}, {"amp", amp}};
   return j.dump();
 }
 
@@ -43,6 +45,11 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.bucket_cap_mb = j.value("bucket_cap_mb", c.bucket_cap_mb);
   c.comm_hook = j.value("comm_hook", c.comm_hook);
   c.find_unused_parameters = j.value("find_unused_parameters", c.find_unused_parameters);
+  c.dataset = j.value("dataset", c.dataset);
+  c.sync_batch_norm = j.value("sync_batch_norm", c.sync_batch_norm);
+  c.model_config = j.value("model_config", c.model_config);
+  c.eval_every = j.value("eval_every", c.eval_every);
+  c.amp = j.value("amp", c.amp);
   return c;
 }
 

@@ -9,7 +9,8 @@ namespace syncgrad::train {
 
 struct TrainConfig {
   std::string model = "cnn";
-  std::string data_dir;  // empty: data::default_fashion_mnist_dir()
+  std::string dataset;   // empty: the model's (tools/train/task.h): fashion-mnist, cifar10 or text
+  std::string data_dir;  // empty: the dataset's default location
   int epochs = 1;
   int64_t batch_size = 64;
   double lr = 0.05;
@@ -37,6 +38,11 @@ struct TrainConfig {
   double bucket_cap_mb = 25;
   std::string comm_hook = "allreduce";  // allreduce | fp16 | bf16 | powersgd | powersgd:R
   bool find_unused_parameters = false;
+  bool sync_batch_norm = false;  // under DDP: BatchNorm layers reduce their batch statistics across ranks
+  // Model sizes as comma-separated key=value pairs, e.g. "n_layer=4,n_embd=128" (gpt); empty: the defaults.
+  std::string model_config;
+  int64_t eval_every = 0;     // steps between held-out evaluations in the progress line (0: only at the end)
+  std::string amp = "off";    // off | fp16 | bf16: autocast the forward pass, with a GradScaler for fp16
 
   std::string to_json() const;
   static TrainConfig from_json(const std::string& text);

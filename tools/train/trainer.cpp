@@ -9,12 +9,11 @@
 #include <optional>
 #include <ostream>
 
-#include "data/fashion_mnist.h"
 #include "data/loader.h"
 #include "distributed/data_parallel.h"
 #include "distributed/ddp.h"
 #include "distributed/launch_env.h"
-#include "models/models.h"
+#include "distributed/sync_batch_norm.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "syncgrad.h"
@@ -58,21 +57,6 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vect
     return std::make_unique<optim::AdamW>(params, optim::AdamWOptions{.lr = c.lr, .weight_decay = c.weight_decay});
   }
   throw ValueError("--optimizer: unknown optimizer \"" + c.optimizer + "\"; choose sgd, adam or adamw");
-}
-
-double evaluate(nn::Module& model, const data::MnistSplit& split) {
-  NoGradGuard no_grad;
-  model.eval();
-  int64_t n = split.labels.numel(), correct = 0;
-  constexpr int64_t kBatch = 1000;
-  for (int64_t begin = 0; begin < n; begin += kBatch) {
-    int64_t len = std::min(kBatch, n - begin);
-    Tensor logits = model.forward(raw::narrow(split.images, 0, begin, len));
-    Tensor predicted = argmax(logits, 1);
-    correct += raw::sum(eq(predicted, raw::narrow(split.labels, 0, begin, len))).item<int64_t>();
-  }
-  model.train();
-  return static_cast<double>(correct) / static_cast<double>(n);
 }
 
 // Joins the job's process group for the length of a multi-process run.
@@ -129,12 +113,10 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   std::ostream silent(nullptr);
   std::ostream& out = rank == 0 ? console : silent;
   if (!c.checkpoint_dir.empty() && rank == 0) ensure_writable_directory(c.checkpoint_dir);
-  std::string dir = c.data_dir.empty() ? data::default_fashion_mnist_dir() : c.data_dir;
-  data::MnistSplit train_set = data::load_fashion_mnist(dir, true);
-  data::MnistSplit test_set = data::load_fashion_mnist(dir, false);
+  std::shared_ptr<const Task> task = make_task(c);
 
   Generator init_gen(c.seed);
-  std::shared_ptr<nn::Module> model = models::make_model(c.model, &init_gen);
+  std::shared_ptr<nn::Module> model = task->make_model(&init_gen);
   if (!c.init_from.empty()) load_weights(c.init_from, *model);
   std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(c, model->parameters());
   manual_seed(c.seed);
@@ -151,7 +133,11 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   // With several processes the model is wrapped (rank 0's weights are copied to all) and gradients are
   // averaged in backward; `trained` is what forward runs through.
   std::shared_ptr<distributed::DistributedDataParallel> ddp;
+  if (c.sync_batch_norm && !job.group()) {
+    throw ValueError("--sync-batch-norm needs several processes (run under syncgrad-launch with --parallel ddp)");
+  }
   if (job.group()) {
+    if (c.sync_batch_norm) distributed::convert_sync_batchnorm(*model, job.group());
     distributed::DDPOptions options;
     options.bucket_cap_mb = c.bucket_cap_mb;
     options.find_unused_parameters = c.find_unused_parameters;
@@ -160,8 +146,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   }
   std::shared_ptr<distributed::DataParallel> dp;
   if (c.parallel == "dp") {
-    const std::string name = c.model;
-    dp = std::make_shared<distributed::DataParallel>(model, [name] { return models::make_model(name); },
+    dp = std::make_shared<distributed::DataParallel>(model, [task] { return task->make_model(nullptr); },
                                                      distributed::DataParallelOptions{.num_workers = c.dp_workers});
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : dp ? static_cast<nn::Module&>(*dp) : *model;
@@ -169,8 +154,8 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   // Batches come from a DataLoader: RandomSampler(n, seed) at each epoch (or file order), or this rank's shard
   // of a DistributedSampler(n, world, rank, shuffle, seed) whose epoch is set before each epoch. The loader's
   // state is the checkpoint's (epoch, batch_in_epoch).
-  const int64_t n = train_set.labels.numel();
-  auto train_data = std::make_shared<data::TensorDataset>(train_set.images, train_set.labels);
+  std::shared_ptr<const data::Dataset> train_data = task->train_data();
+  const int64_t n = train_data->size();
   std::shared_ptr<data::DistributedSampler> shard;
   data::DataLoaderOptions loader_options{.batch_size = c.batch_size, .num_workers = c.workers, .seed = c.seed};
   if (job.group()) {
@@ -185,7 +170,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   const int64_t steps_per_epoch = (batches_per_epoch + c.accumulate - 1) / c.accumulate;
   const int64_t planned_steps = c.max_steps > 0 ? std::min<int64_t>(c.max_steps, steps_per_epoch * c.epochs)
                                                 : steps_per_epoch * c.epochs;
-  out << "training " << c.model << " on " << n << " images (" << dir << "), " << c.epochs << " epoch(s), batch "
+  out << "training " << c.model << " on " << task->description() << ", " << c.epochs << " epoch(s), batch "
       << c.batch_size << (c.accumulate > 1 ? " x " + std::to_string(c.accumulate) + " accumulated" : "") << ", "
       << c.optimizer << " lr " << c.lr << ", " << c.threads << " thread(s), " << c.workers << " data worker(s)";
   if (ddp) {
@@ -203,6 +188,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   auto start = Clock::now();
   auto window_start = start;
   double window_wait_start = 0, window_comm = 0, window_exposed = 0;
+  double evaluation_seconds = 0;  // periodic held-out evaluations, left out of the throughput
   int64_t window_samples = 0, window_steps = 0;
   bool stop = c.max_steps > 0 && position.step >= c.max_steps;
   for (int epoch = position.epoch; epoch < c.epochs && !stop; ++epoch) {
@@ -215,7 +201,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
                                                     : (batches_per_epoch - 1) % c.accumulate == 0;
       const int64_t len = batch.target.numel();
       if (step_begins) optimizer->zero_grad();
-      Tensor loss = cross_entropy(trained.forward(batch.data), batch.target);  // data (B, 1, 28, 28), target (B)
+      Tensor loss = task->loss(trained, batch);
       Tensor scaled = c.accumulate > 1 ? div(loss, Scalar(static_cast<double>(c.accumulate))) : loss;
       if (ddp && !step_ends) {
         auto local_only = ddp->no_sync();
@@ -250,20 +236,34 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
         double eta = rate > 0 ? (planned_steps - position.step) * static_cast<double>(c.batch_size * c.accumulate *
                                                                                       world) / rate
                               : 0;
-        char line[320];
-        int used = std::snprintf(line, sizeof line,
-                                 "epoch %d/%d  step %lld/%lld  loss %.4f  %.0f samples/s  data-wait %.1f%%",
-                                 epoch + 1, c.epochs, static_cast<long long>(position.step),
-                                 static_cast<long long>(planned_steps), loss_value, rate, wait_percent);
+        char head[200];
+        std::snprintf(head, sizeof head, "epoch %d/%d  step %lld/%lld  loss %.4f  %.0f %s/s  data-wait %.1f%%",
+                      epoch + 1, c.epochs, static_cast<long long>(position.step),
+                      static_cast<long long>(planned_steps), loss_value, rate * task->units_per_example(),
+                      task->rate_unit().c_str(), wait_percent);
+        std::string line = head;
         if (ddp && window > 0) {
           // Exposed communication: the share of the window backward's end spent waiting for reductions; the
           // rest of the reductions' time ran hidden behind backward (overlap).
           const double overlapped = window_comm > 0 ? 100.0 * (1.0 - std::min(1.0, window_exposed / window_comm)) : 0;
-          used += std::snprintf(
-              line + used, sizeof line - used, "  comm exposed %.1f%% (%.0f%% of %.1f ms/step hidden)",
-              100.0 * window_exposed / window, overlapped, 1e3 * window_comm / std::max<int64_t>(1, window_steps));
+          char comm[120];
+          std::snprintf(comm, sizeof comm, "  comm exposed %.1f%% (%.0f%% of %.1f ms/step hidden)",
+                        100.0 * window_exposed / window, overlapped,
+                        1e3 * window_comm / std::max<int64_t>(1, window_steps));
+          line += comm;
         }
-        std::snprintf(line + used, sizeof line - used, "  ETA %s\n", format_duration(eta).c_str());
+        if (rank == 0) {
+          const std::string extra = task->progress_fields(*model, rate);
+          if (!extra.empty()) line += "  " + extra;
+        }
+        const bool evaluate_now = c.eval_every > 0 && position.step % c.eval_every == 0;
+        if (evaluate_now) {
+          const auto evaluation_start = Clock::now();
+          if (rank == 0) line += "  " + task->evaluate(*model).text;
+          job.barrier();
+          evaluation_seconds += seconds_since(evaluation_start);
+        }
+        line += "  ETA " + format_duration(eta) + "\n";
         out << line << std::flush;
         if (log) log->write({position.step, epoch + 1, loss_value, optimizer->lr(), rate, elapsed, wait_percent});
         window_start = Clock::now();
@@ -289,10 +289,10 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
       job.barrier();
     }
   }
-  summary.wall_seconds = seconds_since(start);
+  summary.wall_seconds = seconds_since(start) - evaluation_seconds;
   summary.steps = position.step;
   summary.samples_per_second = summary.wall_seconds > 0 ? summary.samples * world / summary.wall_seconds : 0;
-  if (rank == 0) summary.test_accuracy = evaluate(*model, test_set);
+  if (rank == 0) summary.evaluation = task->evaluate(*model);
   job.barrier();
   summary.peak_tensor_bytes = cpu_allocator().stats().peak_allocated_bytes;
   summary.peak_rss_kib = peak_rss_kib();

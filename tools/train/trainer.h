@@ -1,5 +1,5 @@
-// The training loop behind syncgrad-train: data, model, optimizer, progress lines, metrics log, checkpoints
-// and resume, then the test-set evaluation. When the environment describes several processes (WORLD_SIZE > 1,
+// The training loop behind syncgrad-train: the task's data and model (tools/train/task.h), optimizer,
+// progress lines, metrics log, checkpoints and resume, then the task's held-out evaluation. When the environment describes several processes (WORLD_SIZE > 1,
 // as syncgrad-launch sets it) it joins the process group, wraps the model in DistributedDataParallel, shards
 // the data with a DistributedSampler, and only rank 0 prints, logs, saves and evaluates.
 #pragma once
@@ -9,6 +9,7 @@
 
 #include "tensor/errors.h"
 
+#include "tools/train/task.h"
 #include "tools/train/train_config.h"
 
 namespace syncgrad::train {
@@ -17,8 +18,8 @@ struct TrainSummary {
   int64_t steps = 0;
   int64_t samples = 0;
   double wall_seconds = 0;
-  double samples_per_second = 0;
-  double test_accuracy = 0;       // fraction in [0, 1]
+  double samples_per_second = 0;  // examples of all ranks per second
+  Evaluation evaluation;          // the task's held-out metric after training (rank 0 only)
   size_t peak_tensor_bytes = 0;   // caching allocator's high-water mark
   long peak_rss_kib = 0;          // VmHWM
   int rank = 0;                   // this process's rank; only rank 0 evaluates and reports
