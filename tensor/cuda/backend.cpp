@@ -132,6 +132,17 @@ extern "C" __attribute__((visibility("default"))) void syncgrad_backend_init() {
     auto* b = new cuda::CudaBackend();
     if (b->device_count() > 0) {
       cuda::register_copy_kernels();
+      cuda::register_elementwise_kernels();
+      cuda::register_reduce_kernels();
+      cuda::register_softmax_kernels();
+      cuda::register_loss_kernels();
+      cuda::register_indexing_kernels();
+      cuda::register_random_kernels();
+      cuda::register_optim_kernels();
+      cuda::register_gemm_kernels();
+      cuda::register_norm_kernels();
+      cuda::register_pool_kernels();
+      cuda::register_conv_kernels();
       cuda::register_nccl_process_group();
     }
     return b;
