@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# ResNet training throughput (images/s) of `syncgrad-train --dataset cifar10` beside PyTorch training the
+# identical architecture (bench/torch_resnet.py) with the same settings: 1 thread, data prepared in the training
+# thread (--workers 0), random crop + flip + normalisation, SGD lr 0.05 momentum 0.9. There is no CIFAR-10
+# download here, so both read a CIFAR-10-format data set of random images written to a temporary directory
+# (data_batch_1..5.bin with 400 images each, test_batch.bin with 100). The two programs alternate (A B A B ...)
+# and the median ratio is quoted; each rate leaves out the first 2 steps. PyTorch: Debian's python3-torch 1.13
+# with libblas.so.3 pointed at OpenBLAS (libopenblas0-pthread), from the cross-check venv of
+# scripts/setup-crosscheck.sh.
+# Usage: bench/resnet_vs_pytorch.sh [pairs=3] [resnet20_steps=10] [resnet18_steps=6]
+# Environment: SYNCGRAD_BUILD (default build) holds tools/syncgrad-train; SYNCGRAD_VENV (default
+# build/crosscheck-venv) the Python with torch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pairs=${1:-3}; r20_steps=${2:-10}; r18_steps=${3:-6}
+warmup=2
+build=${SYNCGRAD_BUILD:-build}
+python=${SYNCGRAD_VENV:-build/crosscheck-venv}/bin/python
+openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
+[ -x "$build/tools/syncgrad-train" ] || { echo "build syncgrad-train first ($build/tools/syncgrad-train)"; exit 1; }
+[ -x "$python" ] || { echo "run scripts/setup-crosscheck.sh first"; exit 1; }
+[ -e "$openblas/libblas.so.3" ] || { echo "install libopenblas0-pthread for a fair PyTorch baseline"; exit 1; }
+
+data=$(mktemp -d)
+trap 'rm -rf "$data"' EXIT
+"$python" - "$data" <<'EOF'
+import random, sys
+rng = random.Random(0)
+def write(name, n):
+    with open(f"{sys.argv[1]}/{name}", "wb") as f:
+        for _ in range(n):
+            f.write(bytes([rng.randrange(10)]) + rng.randbytes(3072))
+for i in range(1, 6):
+    write(f"data_batch_{i}.bin", 400)
+write("test_batch.bin", 100)
+EOF
+
+ours() {  # images/s over steps warmup+1 .. warmup+steps, from the elapsed times of the per-step CSV log
+  local model=$1 batch=$2 steps=$3
+  "$build/tools/syncgrad-train" --model "$model" --dataset cifar10 --data-dir "$data" --batch-size "$batch" \
+      --max-steps $((warmup + steps)) --log-every 1 --threads 1 --workers 0 --lr-schedule constant \
+      --log-file "$data/log.csv" >/dev/null
+  awk -F, -v warmup="$warmup" -v last=$((warmup + steps)) -v batch="$batch" '
+    NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
+    $col["step"] == warmup { start = $col["elapsed_seconds"] }
+    $col["step"] == last { printf "%.1f\n", (last - warmup) * batch / ($col["elapsed_seconds"] - start) }' \
+    "$data/log.csv"
+  rm -f "$data/log.csv"
+}
+theirs() {
+  OMP_NUM_THREADS=1 LD_LIBRARY_PATH="$openblas" "$python" bench/torch_resnet.py "$1" "$3" "$data" "$2" "$warmup" |
+    sed -n 's/samples\/s \([0-9.]*\) .*/\1/p'
+}
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores;$cpu"
+printf "%-9s %5s %5s %18s %18s %8s\n" model batch pair "syncgrad images/s" "PyTorch images/s" ratio
+for spec in "resnet20 128 $r20_steps" "resnet18 64 $r18_steps"; do
+  read -r model batch steps <<<"$spec"
+  ratios=()
+  for pair in $(seq 1 "$pairs"); do
+    a=$(ours "$model" "$batch" "$steps")
+    b=$(theirs "$model" "$batch" "$steps")
+    ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", a / b }')
+    ratios+=("$ratio")
+    printf "%-9s %5s %5s %18s %18s %8s\n" "$model" "$batch" "$pair" "$a" "$b" "$ratio"
+  done
+  median=$(printf "%s\n" "${ratios[@]}" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')
+  echo "$model median ratio (syncgrad / PyTorch): $median"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
