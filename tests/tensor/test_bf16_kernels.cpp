@@ -1,0 +1,154 @@
+// bfloat16 kernels against float32 computed from the same (bfloat16-rounded) operands: GEMMs in every layout
+// (transposed views, offsets, odd K, N off the vector width, batches, addmm's alpha/beta), stride-1 and other
+// convolutions (forward, grad input, grad weight; odd channel counts, groups, odd output widths), and the
+// vectorised half-type elementwise paths (bfloat16 conversion and relu, 2x2 max pooling) bit for bit. The suite
+// runs twice: on the AVX512_BF16 dot-product kernels where the CPU has them (meson test "bf16_kernels"), and with
+// SYNCGRAD_CPU_BF16_DOT=0 on the float32 fallback ("bf16_kernels_fallback").
+#include <doctest/doctest.h>
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "syncgrad.h"
+#include "tensor/cpu/bf16_kernels.h"
+
+using namespace syncgrad;
+
+namespace {
+
+Tensor bf16_randn(const Shape& shape, Generator& gen) { return randn(shape, {}, &gen).to(DType::bf16); }
+
+// ||a - b|| / ||b||: bfloat16's rounding of the result is ~2^-9 relative per element, so about 2e-3 overall.
+double relative_error(const Tensor& a, const Tensor& b) {
+  Tensor d = sub(a.to(DType::f64), b.to(DType::f64));
+  Tensor b64 = b.to(DType::f64);
+  return std::sqrt(sum(mul(d, d)).item<double>() / std::max(1e-300, sum(mul(b64, b64)).item<double>()));
+}
+
+Tensor f32(const Tensor& t) { return t.to(DType::f32); }
+
+constexpr double kTolerance = 5e-3;
+
+}  // namespace
+
+TEST_CASE("bf16 matmul: every operand layout and shape matches float32 on the same values") {
+  MESSAGE(std::string(cpu::bf16::dot_available() ? "on the AVX512_BF16 dot-product kernels"
+                                                 : "on the float32 fallback (no AVX512_BF16, or disabled)"));
+  Generator gen(11);
+  const int shapes[][3] = {{64, 784, 256}, {256, 64, 784}, {5, 7, 3}, {1, 9, 17}, {33, 31, 47}, {14, 800, 64},
+                           {3, 2, 1}, {17, 1, 5}};
+  for (const auto& s : shapes) {
+    const int64_t m = s[0], k = s[1], n = s[2];
+    CAPTURE(m);
+    CAPTURE(k);
+    CAPTURE(n);
+    Tensor a = bf16_randn({m, k}, gen), b = bf16_randn({k, n}, gen);
+    Tensor a_t = bf16_randn({k, m}, gen).t(), b_t = bf16_randn({n, k}, gen).t();  // transposed views
+    for (const auto& [x, y] : {std::pair{a, b}, std::pair{a_t, b}, std::pair{a, b_t}, std::pair{a_t, b_t}}) {
+      Tensor out = raw::mm(x, y);
+      CHECK(out.dtype() == DType::bf16);
+      CHECK(relative_error(out, raw::mm(f32(x), f32(y))) < kTolerance);
+    }
+  }
+}
+
+TEST_CASE("bf16 matmul: batches, broadcasting, views at odd offsets, addmm and linear") {
+  Generator gen(12);
+  Tensor a = bf16_randn({4, 6, 10}, gen), b = bf16_randn({4, 10, 12}, gen), w = bf16_randn({10, 12}, gen);
+  CHECK(relative_error(raw::matmul(a, b), raw::matmul(f32(a), f32(b))) < kTolerance);
+  CHECK(relative_error(raw::matmul(a, w), raw::matmul(f32(a), f32(w))) < kTolerance);
+  CHECK(relative_error(raw::bmm(a, b), raw::bmm(f32(a), f32(b))) < kTolerance);
+  Tensor big = bf16_randn({20, 20}, gen);
+  Tensor x = big.narrow(1, 1, 7), y = big.narrow(0, 3, 7).narrow(1, 1, 9);  // odd element offsets
+  CHECK(relative_error(raw::mm(x, y), raw::mm(f32(x), f32(y))) < kTolerance);
+  Tensor bias = bf16_randn({6, 12}, gen), rows = bf16_randn({6, 10}, gen);
+  CHECK(relative_error(raw::addmm(bias, rows, w, 0.5, 2.0), raw::addmm(f32(bias), f32(rows), f32(w), 0.5, 2.0)) <
+        kTolerance);
+  Tensor weight = bf16_randn({5, 10}, gen), lin_bias = bf16_randn({5}, gen);
+  CHECK(relative_error(raw::linear(rows, weight, lin_bias), raw::linear(f32(rows), f32(weight), f32(lin_bias))) <
+        kTolerance);
+}
+
+TEST_CASE("bf16 conv2d: forward and both gradients match float32 on the same values") {
+  struct Case {
+    int64_t n, c_in, c_out, h, w, k, stride, padding, groups;
+  };
+  const Case cases[] = {
+      {4, 32, 64, 14, 14, 5, 1, 2, 1},  // the CNN's conv2
+      {3, 1, 32, 28, 28, 5, 1, 2, 1},   // the CNN's conv1 (one input channel)
+      {3, 3, 5, 7, 9, 3, 1, 1, 1},      // odd channel counts, odd output width
+      {2, 6, 4, 5, 5, 3, 1, 0, 2},      // groups
+      {2, 5, 17, 6, 7, 3, 1, 2, 1},     // C_out off the vector width
+      {1, 2, 3, 4, 4, 1, 1, 0, 1},      // 1x1
+      {2, 4, 6, 9, 9, 5, 1, 4, 1},      // padding beyond kernel - 1
+      {2, 4, 6, 9, 9, 3, 2, 1, 1},      // stride 2 (not a dot-product kernel: converted to float32)
+  };
+  Generator gen(13);
+  for (const Case& c : cases) {
+    CAPTURE(c.c_in);
+    CAPTURE(c.c_out);
+    CAPTURE(c.k);
+    CAPTURE(c.padding);
+    CAPTURE(c.groups);
+    Tensor x = bf16_randn({c.n, c.c_in, c.h, c.w}, gen);
+    Tensor w = bf16_randn({c.c_out, c.c_in / c.groups, c.k, c.k}, gen);
+    Tensor b = bf16_randn({c.c_out}, gen);
+    Tensor y = raw::conv2d(x, w, b, c.stride, c.padding, 1, c.groups);
+    CHECK(y.dtype() == DType::bf16);
+    CHECK(relative_error(y, raw::conv2d(f32(x), f32(w), f32(b), c.stride, c.padding, 1, c.groups)) < kTolerance);
+    const Conv2dParams p{c.stride, c.padding, 1, c.groups};
+    Tensor gy = bf16_randn(y.sizes(), gen);
+    CHECK(relative_error(raw::conv2d_backward_input(gy, w, x.sizes(), p),
+                         raw::conv2d_backward_input(f32(gy), f32(w), x.sizes(), p)) < kTolerance);
+    CHECK(relative_error(raw::conv2d_backward_weight(gy, x, w.sizes(), p),
+                         raw::conv2d_backward_weight(f32(gy), f32(x), w.sizes(), p)) < kTolerance);
+  }
+}
+
+TEST_CASE("bf16 conv2d: an inf in the input spreads only to the outputs whose fields hold it") {
+  Tensor x = zeros({1, 2, 6, 7}, {.dtype = DType::bf16});
+  raw::fill_(x.narrow(2, 0, 1).narrow(3, 0, 1), std::numeric_limits<float>::infinity());  // x[., ., 0, 0]
+  Tensor w = ones({3, 2, 3, 3}, {.dtype = DType::bf16});
+  Tensor y = raw::conv2d(x, w, Tensor(), 1, 1).to(DType::f32);
+  // With padding 1, input (0, 0) is in the fields of outputs (0..1, 0..1) only.
+  const std::vector<float> v = to_vector<float>(y);
+  int non_finite = 0;
+  for (float f : v) non_finite += std::isfinite(f) ? 0 : 1;
+  CHECK(non_finite == 3 * 4);
+  // Grad weight over an odd output width reads a padding column: still finite where the data is.
+  Tensor gy = ones({1, 3, 6, 7}, {.dtype = DType::bf16});
+  Tensor finite_x = ones({1, 2, 6, 7}, {.dtype = DType::bf16});
+  Tensor gw = raw::conv2d_backward_weight(gy, finite_x, w.sizes(), {1, 1, 1, 1}).to(DType::f32);
+  for (float f : to_vector<float>(gw)) CHECK(std::isfinite(f));
+}
+
+TEST_CASE("bf16 elementwise fast paths: conversions, relu and 2x2 max pooling are exact") {
+  Generator gen(14);
+  Tensor x = randn({2, 3, 8, 10}, {}, &gen);
+  raw::fill_(x.narrow(3, 0, 1), std::numeric_limits<float>::quiet_NaN());
+  raw::fill_(x.narrow(3, 1, 1), -std::numeric_limits<float>::infinity());
+  Tensor h = x.to(DType::bf16);
+  // float -> bfloat16 rounds to nearest even, NaN becomes the quiet NaN 0x7fc0 / 0xffc0 (Eigen's conversion).
+  const auto* bits = static_cast<const uint16_t*>(h.data_ptr());
+  const std::vector<float> xs = to_vector<float>(x);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CHECK(bits[i] == Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(xs[i])));
+  }
+  Tensor finite = h.narrow(3, 1, 9);  // without the NaN column (NaN != NaN)
+  CHECK(to_vector<float>(relu(finite).to(DType::f32)) == to_vector<float>(relu(finite.to(DType::f32))));
+  for (DType half_type : {DType::bf16, DType::f16}) {
+    CAPTURE(dtype_name(half_type));
+    Tensor planes = finite.narrow(3, 1, 8).to(DType::f32).to(half_type).contiguous();
+    auto [values, indices] = max_pool2d_with_indices(planes, 2);
+    auto [values32, indices32] = max_pool2d_with_indices(planes.to(DType::f32), 2);
+    CHECK(to_vector<float>(values.to(DType::f32)) == to_vector<float>(values32));
+    CHECK(to_vector<int64_t>(indices) == to_vector<int64_t>(indices32));
+    Tensor grad = ones_like(values);
+    Tensor grad_input = raw::max_pool2d_backward(grad, indices, planes.sizes());
+    CHECK(to_vector<float>(grad_input.to(DType::f32)) ==
+          to_vector<float>(raw::max_pool2d_backward(grad.to(DType::f32), indices32, planes.sizes())));
+  }
+}

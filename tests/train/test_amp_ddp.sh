@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# syncgrad-train --amp bf16 / fp16 under syncgrad-launch with 2 ranks (DDP over gloo on 127.0.0.1): one epoch of
+# the MLP (seeds 0-2) and the CNN (seeds 0-1) per mode; the mean test accuracy of each mode must be within 0.5
+# points of float32's (one run moves by about a point with any change of trajectory, so seeds are averaged).
+# The progress line carries the amp fields on rank 0. Long (about 10 CNN epochs on two cores).
+# Usage: test_amp_ddp.sh path/to/syncgrad-launch path/to/syncgrad-train
+set -u
+launch="$1"; train="$2"
+failures=0
+check() {  # check "description" command...
+  local what="$1"; shift
+  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
+}
+if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>&1 &&
+  [ -z "${SYNCGRAD_DATA_DIR:-}" ]; then
+  echo "SKIP: Fashion-MNIST is not installed"; exit 77
+fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# accuracy MODEL AMP SEED: the test accuracy (percent) of one 2-rank epoch; the run's output is kept in $tmp.
+accuracy() {
+  local log="$tmp/$1-$2-$3.log"
+  "$launch" --nproc-per-node 2 "$train" --model "$1" --amp "$2" --seed "$3" --workers 1 --log-every 200 >"$log" 2>&1 ||
+    { echo "run failed: $1 --amp $2 --seed $3" >&2; tail -5 "$log" >&2; echo nan; return; }
+  sed -n 's/^\[rank0\]: done: .* test accuracy \([0-9.]*\)%.*/\1/p' "$log"
+}
+
+for spec in mlp:3 cnn:2; do
+  model=${spec%:*}; seeds=${spec#*:}
+  declare -A mean=()
+  for amp in off bf16 fp16; do
+    values=()
+    for seed in $(seq 0 $((seeds - 1))); do values+=("$(accuracy "$model" "$amp" "$seed")"); done
+    mean[$amp]=$(printf "%s\n" "${values[@]}" | awk '{s += $1} END {printf "%.3f", s / NR}')
+    echo "$model --amp $amp, 2 ranks: ${values[*]} (mean ${mean[$amp]}%)"
+  done
+  for amp in bf16 fp16; do
+    check "$model --amp $amp under DDP is within 0.5 points of float32 (${mean[$amp]} vs ${mean[off]})" \
+      awk -v a="${mean[$amp]}" -v b="${mean[off]}" 'BEGIN {d = a - b; exit !(d <= 0.5 && d >= -0.5)}'
+  done
+  unset mean
+done
+check "rank 0's progress line shows the loss scale and skipped steps" \
+  grep -q '^\[rank0\]: epoch .* amp fp16 scale [0-9]* skipped [0-9]*' "$tmp/mlp-fp16-0.log"
+check "rank 1 prints no progress" test "$(grep -c '^\[rank1\]: epoch' "$tmp/mlp-fp16-0.log")" -eq 0
+echo "$failures failure(s)"
+[ "$failures" -eq 0 ]
