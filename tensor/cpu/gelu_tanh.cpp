@@ -1,0 +1,119 @@
+// Tanh-GELU forward and backward on Eigen's packet math over contiguous float32 or bfloat16 (computed in
+// float; tanh by Eigen's vectorised rational approximation, a few ulp from std::tanh), split across the
+// intra-op threads like the flat elementwise loops. Every element goes through the same packet code (unaligned
+// loads, a zero-padded packet for the tail), so results never depend on where a tensor's memory happens to be
+// aligned.
+#include "tensor/cpu/gelu_tanh.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <initializer_list>
+
+#include "tensor/cpu/elementwise_loops.h"
+#include "tensor/cpu/half_convert.h"
+#include "tensor/cpu/visit.h"
+
+namespace syncgrad::cpu {
+namespace {
+
+using Packet = Eigen::internal::packet_traits<float>::type;
+constexpr int64_t kWidth = Eigen::internal::packet_traits<float>::size;
+constexpr float kSqrt2OverPi = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kCubic = 0.044715f;
+
+inline Packet splat(float v) { return Eigen::internal::pset1<Packet>(v); }
+
+// tanh(sqrt(2 / pi) (x + 0.044715 x^3))
+inline Packet inner_tanh(const Packet& x) {
+  using namespace Eigen::internal;
+  const Packet cube = pmul(x, pmul(x, x));
+  return ptanh(pmul(splat(kSqrt2OverPi), padd(x, pmul(splat(kCubic), cube))));
+}
+
+inline Packet gelu(const Packet& x) {
+  using namespace Eigen::internal;
+  return pmul(pmul(splat(0.5f), x), padd(splat(1.0f), inner_tanh(x)));
+}
+
+// g * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2 / pi) (1 + 3 * 0.044715 x^2))
+inline Packet gelu_grad(const Packet& g, const Packet& x) {
+  using namespace Eigen::internal;
+  const Packet t = inner_tanh(x);
+  const Packet d_inner = pmul(splat(kSqrt2OverPi), padd(splat(1.0f), pmul(splat(3.0f * kCubic), pmul(x, x))));
+  const Packet slope = pmul(pmul(splat(0.5f), x), pmul(psub(splat(1.0f), pmul(t, t)), d_inner));
+  return pmul(g, padd(pmul(splat(0.5f), padd(splat(1.0f), t)), slope));
+}
+
+// E's values at p[0 .. n) as a packet (n <= kWidth; missing lanes are 0).
+inline Packet load(const float* p, int64_t n) {
+  if (n == kWidth) return Eigen::internal::ploadu<Packet>(p);
+  float staged[kWidth] = {};
+  std::copy(p, p + n, staged);
+  return Eigen::internal::ploadu<Packet>(staged);
+}
+
+inline Packet load(const bfloat16* p, int64_t n) {
+  float staged[kWidth] = {};
+  for (int64_t i = 0; i < n; ++i) staged[i] = to_float(p[i]);
+  return Eigen::internal::ploadu<Packet>(staged);
+}
+
+inline void store(float* p, const Packet& v, int64_t n) {
+  if (n == kWidth) return Eigen::internal::pstoreu(p, v);
+  float staged[kWidth];
+  Eigen::internal::pstoreu(staged, v);
+  std::copy(staged, staged + n, p);
+}
+
+inline void store(bfloat16* p, const Packet& v, int64_t n) {
+  float staged[kWidth];
+  Eigen::internal::pstoreu(staged, v);
+  for (int64_t i = 0; i < n; ++i) p[i] = to_bf16(staged[i]);
+}
+
+// out[i] = f(a[i], b[i]) for i in [begin, end), a packet at a time (b unused by unary f), in float.
+template <class E, class F>
+void packets(E* out, const E* a, const E* b, int64_t begin, int64_t end, F f) {
+  for (int64_t i = begin; i < end; i += kWidth) {
+    const int64_t n = std::min(kWidth, end - i);
+    store(out + i, f(load(a + i, n), load(b + i, n)), n);
+  }
+}
+
+// Runs the element type's loop: float32 or bfloat16 tensors, all contiguous; false for anything else.
+template <class Body>
+bool with_element_type(std::initializer_list<const Tensor*> tensors, Body&& body) {
+  const DType dtype = (*tensors.begin())->dtype();
+  for (const Tensor* t : tensors) {
+    if (t->dtype() != dtype || !t->is_contiguous()) return false;
+  }
+  if (dtype == DType::f32) body(float{});
+  else if (dtype == DType::bf16) body(bfloat16{});
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+bool gelu_tanh_contiguous(const Tensor& out, const Tensor& in) {
+  return with_element_type({&out, &in}, [&]<class E>(E) {
+    E* o = static_cast<E*>(out.data_ptr());
+    const E* x = static_cast<const E*>(in.data_ptr());
+    run_flat(out.numel(), [=](int64_t begin, int64_t end) {
+      packets(o, x, x, begin, end, [](const Packet& v, const Packet&) { return gelu(v); });
+    });
+  });
+}
+
+bool gelu_tanh_backward_contiguous(const Tensor& grad_in, const Tensor& grad_out, const Tensor& x) {
+  return with_element_type({&grad_in, &grad_out, &x}, [&]<class E>(E) {
+    E* gi = static_cast<E*>(grad_in.data_ptr());
+    const E* go = static_cast<const E*>(grad_out.data_ptr());
+    const E* xp = static_cast<const E*>(x.data_ptr());
+    run_flat(grad_in.numel(), [=](int64_t begin, int64_t end) {
+      packets(gi, go, xp, begin, end, [](const Packet& g, const Packet& v) { return gelu_grad(g, v); });
+    });
+  });
+}
+
+}  // namespace syncgrad::cpu

@@ -1,0 +1,146 @@
+// The text task: byte tokens, next-byte windows, cross-entropy loss, validation loss and MFU.
+#include "tools/train/text_task.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "distributed/launch_env.h"
+#include "models/gpt.h"
+#include "syncgrad.h"
+#include "tools/train/cpu_peak.h"
+#include "tools/train/text_corpus.h"
+
+namespace syncgrad::train {
+namespace {
+
+constexpr double kTrainFraction = 0.9;
+constexpr int64_t kEvalBatch = 32;
+
+// Windows of block + 1 tokens starting at multiples of block: data (block + 1) i64; the target is the
+// window's start position (0-dim i64), so that a batch counts B examples (B x block tokens).
+class NextTokenWindows : public data::Dataset {
+ public:
+  NextTokenWindows(Tensor tokens, int64_t block)
+      : tokens_(std::move(tokens)), block_(block), size_((tokens_.numel() - 1) / block) {}
+  int64_t size() const override { return size_; }
+  data::Example get(int64_t index) const override {
+    check_index(index);
+    return {raw::narrow(tokens_, 0, index * block_, block_ + 1), scalar_tensor(index * block_, {.dtype = DType::i64})};
+  }
+
+ private:
+  Tensor tokens_;  // (N) i64
+  int64_t block_;
+  int64_t size_;
+};
+
+// Mean next-token cross-entropy of token windows (B, block + 1): the model reads the first block tokens.
+Tensor next_token_loss(nn::Module& model, const Tensor& windows) {
+  const int64_t block = windows.size(1) - 1;
+  Tensor input = raw::contiguous(raw::narrow(windows, 1, 0, block));      // (B, T)
+  Tensor target = raw::reshape(raw::narrow(windows, 1, 1, block), {-1});  // (B * T)
+  Tensor logits = model.forward(input);                                   // (B, T, V)
+  return cross_entropy(reshape(logits, {-1, logits.size(-1)}), target);
+}
+
+std::string thousands(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+class TextTask : public Task {
+ public:
+  TextTask(const TrainConfig& c, models::GPTConfig model_config)
+      : model_config_(model_config), path_(c.data_dir.empty() ? kDefaultTextPath : c.data_dir) {
+    const TextCorpus corpus = read_text_corpus(path_);
+    const auto n = static_cast<int64_t>(corpus.bytes.size());
+    const int64_t train_tokens = static_cast<int64_t>(kTrainFraction * static_cast<double>(n));
+    const int64_t block = model_config_.block_size;
+    if (train_tokens < block + 1 || n - train_tokens < block + 1) {
+      throw ValueError("--dataset text: \"" + path_ + "\" holds " + std::to_string(n) + " bytes; the 90%/10% "
+                       "train/validation split needs at least block_size + 1 = " + std::to_string(block + 1) +
+                       " in each part (use more text or a smaller block_size in --model-config)");
+    }
+    Tensor tokens = empty({n}, {.dtype = DType::i64});  // (N)
+    int64_t* dst = tokens.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<unsigned char>(corpus.bytes[static_cast<size_t>(i)]);
+    train_ = std::make_shared<NextTokenWindows>(raw::narrow(tokens, 0, 0, train_tokens), block);
+    validation_ = raw::narrow(tokens, 0, train_tokens, n - train_tokens);
+    const int world = distributed::read_launch_env(false).world_size;
+    cores_ = c.threads * (c.parallel == "dp" ? c.dp_workers : world);
+    peak_per_core_ = fma_peak_flops_per_core();
+    Generator probe_gen(0);  // counting only: leaves the process generator alone
+    models::GPT probe(model_config_, &probe_gen);
+    flops_per_token_ = probe.flops_per_token();
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "%s bytes from %zu file(s) in %s (%s train / %s validation tokens); GPT %s, %.2fM parameters, "
+                  "%.1f MFLOP/token; MFU against a measured FMA peak of %.0f GFLOP/s per core x %d",
+                  thousands(n).c_str(), corpus.files.size(), path_.c_str(), thousands(train_tokens).c_str(),
+                  thousands(n - train_tokens).c_str(), model_config_.to_string().c_str(),
+                  static_cast<double>(probe.num_parameters()) / 1e6, flops_per_token_ / 1e6, peak_per_core_ / 1e9,
+                  cores_);
+    description_ = text;
+  }
+
+  std::string description() const override { return description_; }
+  std::shared_ptr<const data::Dataset> train_data() const override { return train_; }
+  std::shared_ptr<nn::Module> make_model(Generator* gen) const override {
+    return std::make_shared<models::GPT>(model_config_, gen);
+  }
+  Tensor loss(nn::Module& model, const data::Batch& batch) const override { return next_token_loss(model, batch.data); }
+
+  Evaluation evaluate(nn::Module& model) const override {
+    NoGradGuard no_grad;
+    model.eval();
+    const int64_t block = model_config_.block_size;
+    const int64_t available = (validation_.numel() - 1) / block;
+    const int64_t count = std::clamp<int64_t>(kEvalTokens / block, 1, available);
+    double loss_sum = 0;
+    for (int64_t first = 0; first < count; first += kEvalBatch) {
+      std::vector<Tensor> windows;  // evenly spaced over the validation text, the same ones every time
+      for (int64_t i = first; i < std::min(count, first + kEvalBatch); ++i) {
+        windows.push_back(raw::narrow(validation_, 0, i * available / count * block, block + 1));
+      }
+      loss_sum += next_token_loss(model, raw::stack(windows)).item<double>() * static_cast<double>(windows.size());
+    }
+    model.train();
+    const double mean = loss_sum / static_cast<double>(count);
+    char text[64];
+    std::snprintf(text, sizeof text, "validation loss %.4f", mean);
+    return {"validation loss", mean, text};
+  }
+
+  std::string rate_unit() const override { return "tokens"; }
+  int64_t units_per_example() const override { return model_config_.block_size; }
+
+  std::string progress_fields(nn::Module&, double examples_per_second) const override {
+    if (peak_per_core_ <= 0) return "";
+    const double achieved = examples_per_second * static_cast<double>(model_config_.block_size) * flops_per_token_;
+    char text[32];
+    std::snprintf(text, sizeof text, "MFU %.1f%%", 100.0 * achieved / (peak_per_core_ * cores_));
+    return text;
+  }
+
+ private:
+  models::GPTConfig model_config_;
+  std::string path_;
+  std::string description_;
+  std::shared_ptr<const data::Dataset> train_;
+  Tensor validation_;  // (N_val) i64
+  int cores_ = 1;
+  double peak_per_core_ = 0;
+  double flops_per_token_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_text_task(const TrainConfig& c) {
+  return std::make_unique<TextTask>(c, models::GPTConfig::parse(c.model_config));
+}
+
+}  // namespace syncgrad::train
