@@ -1,8 +1,9 @@
-// syncgrad-bench-conv: where a training step of the bundled LeNet-style CNN (batch 64, float32) spends its time.
+// syncgrad-bench-conv: where a training step of the bundled LeNet-style CNN (batch 64, float32, or with --amp
+// bf16|fp16 the kernels on that dtype and the step under autocast) spends its time.
 // Times each conv/pool kernel the step runs, on the step's own shapes, then the whole step (forward, cross
 // entropy, backward, SGD with momentum); "rest" is the step minus the listed kernels (linear layers, ReLU, loss,
 // optimizer, autograd). Every figure is the median of --reps samples taken after a warm-up.
-//   syncgrad-bench-conv [--threads N] [--reps N]
+//   syncgrad-bench-conv [--threads N] [--reps N] [--amp off|bf16|fp16]
 #include <malloc.h>
 
 #include <algorithm>
@@ -55,9 +56,13 @@ double conv_gflop(int64_t n, int64_t c_in, int64_t c_out, int64_t k, int64_t out
 
 int main(int argc, char** argv) {
   int threads = 1, reps = 7;
+  std::string amp = "off";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if ((arg == "--threads" || arg == "--reps") && i + 1 < argc) {
+    if (arg == "--amp" && i + 1 < argc && (std::string(argv[i + 1]) == "off" || std::string(argv[i + 1]) == "bf16" ||
+                                           std::string(argv[i + 1]) == "fp16")) {
+      amp = argv[++i];
+    } else if ((arg == "--threads" || arg == "--reps") && i + 1 < argc) {
       const int value = std::atoi(argv[++i]);
       if (value < 1) {
         std::fprintf(stderr, "%s: %s needs a positive integer\n", argv[0], arg.c_str());
@@ -65,7 +70,7 @@ int main(int argc, char** argv) {
       }
       (arg == "--threads" ? threads : reps) = value;
     } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--reps N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads N] [--reps N] [--amp off|bf16|fp16]\n", argv[0]);
       return 2;
     }
   }
@@ -87,6 +92,9 @@ int main(int argc, char** argv) {
   auto [p2, i2] = raw::max_pool2d_with_indices(raw::relu(y2), 2);   // (64, 64, 7, 7)
   Tensor g1 = randn(y1.sizes(), {}, &gen), g2 = randn(y2.sizes(), {}, &gen);
   Tensor gp1 = randn(p1.sizes(), {}, &gen), gp2 = randn(p2.sizes(), {}, &gen);
+  // --amp: every kernel operand in the lower precision, as autocast hands them to the kernels.
+  const DType dtype = amp == "bf16" ? DType::bf16 : amp == "fp16" ? DType::f16 : DType::f32;
+  for (Tensor* t : {&x, &w1, &b1, &w2, &b2, &y1, &p1, &y2, &g1, &g2, &gp1, &gp2}) *t = raw::to(*t, dtype);
 
   std::vector<Item> items;
   auto add = [&](const std::string& name, double gflop, const std::function<void()>& f) {
@@ -111,15 +119,20 @@ int main(int argc, char** argv) {
   add("pool2 backward", 0, [&] { sink = raw::max_pool2d_backward(gp2, i2, y2.sizes()); });
 
   optim::SGD sgd(model.parameters(), {.lr = 0.01, .momentum = 0.9});
+  Tensor x_f32 = raw::to(x, DType::f32);
   const double step = time_call(reps, 5, [&] {
-    Tensor loss = cross_entropy(model.forward(x), target);
+    Tensor loss;
+    {
+      auto scope = autocast(DeviceType::kCPU, amp == "fp16" ? DType::f16 : DType::bf16, amp != "off");
+      loss = cross_entropy(model.forward(x_f32), target);
+    }
     sgd.zero_grad();
     loss.backward();
     sgd.step();
   });
 
-  std::printf("syncgrad-bench-conv: CNN training step, batch %lld, float32, threads %d, %d reps (median)\n\n",
-              static_cast<long long>(n), threads, reps);
+  std::printf("syncgrad-bench-conv: CNN training step, batch %lld, %s, threads %d, %d reps (median)\n\n",
+              static_cast<long long>(n), amp == "off" ? "float32" : ("autocast " + amp).c_str(), threads, reps);
   std::printf("%-48s %10s %8s %10s\n", "kernel", "ms", "% step", "GFLOP/s");
   double listed = 0;
   for (const Item& it : items) {

@@ -1,7 +1,9 @@
 """PyTorch side of bench/train_vs_pytorch.sh: trains the same MLP/CNN as syncgrad-train with the same
 hyperparameters (SGD lr 0.05, momentum 0.9, batch 64, shuffled Fashion-MNIST, 1 thread) for a number of steps
-and prints 'samples/s N' and the peak RSS. Not a dependency of syncgrad; a reference peer for benchmarks.
-Usage: torch_train.py mlp|cnn STEPS DATA_DIR
+and prints 'samples/s N' and the peak RSS. With --amp bf16 the forward and the loss run under
+torch.autocast('cpu', dtype=torch.bfloat16) (oneDNN's bfloat16 kernels where the CPU has AVX512_BF16).
+Not a dependency of syncgrad; a reference peer for benchmarks.
+Usage: torch_train.py mlp|cnn STEPS DATA_DIR [--amp off|bf16]
 """
 import gzip
 import os
@@ -17,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "train
 from torch_exchange import CNN, MLP, MEAN, STD, read_idx  # noqa: E402
 
 
-def main(model_name, steps, data_dir):
+def main(model_name, steps, data_dir, amp="off"):
     torch.set_num_threads(1)
     torch.manual_seed(0)
     images = read_idx(os.path.join(data_dir, "train-images-idx3-ubyte.gz")).astype(np.float32) / 255.0
@@ -32,7 +34,8 @@ def main(model_name, steps, data_dir):
         if step == warmup:
             start = time.perf_counter()
         index = order[(step * 64) % (len(y) - 64):][:64]
-        loss = nn.functional.cross_entropy(model(x[index]), y[index])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp == "bf16"):
+            loss = nn.functional.cross_entropy(model(x[index]), y[index])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -42,4 +45,7 @@ def main(model_name, steps, data_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3])
+    amp = sys.argv[5] if len(sys.argv) == 6 and sys.argv[4] == "--amp" else "off"
+    if amp not in ("off", "bf16") or len(sys.argv) not in (4, 6):
+        sys.exit("usage: torch_train.py mlp|cnn STEPS DATA_DIR [--amp off|bf16]")
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3], amp)

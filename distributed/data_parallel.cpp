@@ -2,15 +2,18 @@
 // the replicas' backward passes in parallel and sums their parameter gradients onto the model.
 #include "distributed/data_parallel.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
 #include "autograd/node.h"
+#include "tensor/memory_tag.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/join.h"
@@ -90,6 +93,21 @@ struct DataParallel::Workers {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Tags the calling thread with worker i's memory tag while it lives, when tagging is on.
+class WorkerMemoryTag {
+ public:
+  WorkerMemoryTag(bool enabled, int worker) {
+    if (enabled) guard_.emplace(worker + 1);
+  }
+
+ private:
+  std::optional<MemoryTagGuard> guard_;
+};
+
 // The gather's backward: splits the output gradient between the replicas, runs their backward passes in
 // parallel, and returns each model parameter's gradient as the sum over replicas.
 class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBackward> {
@@ -97,8 +115,13 @@ class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBac
   static constexpr const char* kName = "DataParallelGatherBackward";
 
   DataParallelGatherBackward(std::vector<Tensor> outputs, std::vector<std::vector<Tensor>> replica_params,
-                             std::shared_ptr<DataParallel::Workers> workers)
-      : outputs_(std::move(outputs)), replica_params_(std::move(replica_params)), workers_(std::move(workers)) {}
+                             std::shared_ptr<DataParallel::Workers> workers, std::shared_ptr<DataParallelStats> stats,
+                             bool memory_tags)
+      : outputs_(std::move(outputs)),
+        replica_params_(std::move(replica_params)),
+        workers_(std::move(workers)),
+        stats_(std::move(stats)),
+        memory_tags_(memory_tags) {}
 
   autograd::GradList apply(autograd::GradList&& grads) override {
     if (outputs_.empty()) {
@@ -106,18 +129,24 @@ class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBac
                           "freed after the first backward (retain_graph is not supported through DataParallel)");
     }
     const Tensor& grad = grads[0];
+    auto start = Clock::now();
     std::vector<Tensor> pieces;
     int64_t offset = 0;
     for (const Tensor& out : outputs_) {
       pieces.push_back(raw::contiguous(raw::narrow(grad, 0, offset, out.size(0))));
       offset += out.size(0);
     }
+    stats_->scatter_seconds += seconds_since(start);
     const int n = static_cast<int>(outputs_.size());
+    start = Clock::now();
     workers_->run(n, [&](int i) {
+      WorkerMemoryTag tag(memory_tags_, i);
       for (const Tensor& p : replica_params_[i]) p.set_grad(Tensor());
       autograd::backward({outputs_[i]}, {pieces[i]});
     });
     outputs_.clear();  // the replicas' graphs are spent
+    stats_->parallel_backward_seconds = seconds_since(start);
+    start = Clock::now();
     const size_t count = replica_params_[0].size();
     autograd::GradList result(count);
     for (size_t p = 0; p < count; ++p) {
@@ -127,6 +156,7 @@ class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBac
         result[p] = result[p].defined() ? raw::add(result[p], g) : raw::clone(g);
       }
     }
+    stats_->reduce_seconds = seconds_since(start);
     return result;
   }
 
@@ -134,6 +164,8 @@ class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBac
   std::vector<Tensor> outputs_;
   std::vector<std::vector<Tensor>> replica_params_;
   std::shared_ptr<DataParallel::Workers> workers_;
+  std::shared_ptr<DataParallelStats> stats_;
+  bool memory_tags_;
 };
 
 std::string describe_mismatch(const nn::StateDict& a, const nn::StateDict& b, const char* what) {
@@ -155,14 +187,21 @@ std::string describe_mismatch(const nn::StateDict& a, const nn::StateDict& b, co
 
 DataParallel::DataParallel(std::shared_ptr<nn::Module> module,
                            std::function<std::shared_ptr<nn::Module>()> make_replica, DataParallelOptions options)
-    : nn::Module("DataParallel"), module_(std::move(module)) {
+    : nn::Module("DataParallel"),
+      module_(std::move(module)),
+      memory_tags_(options.memory_tags),
+      stats_(std::make_shared<DataParallelStats>()) {
   if (!module_) throw ValueError("DataParallel: the module is null");
   if (options.num_workers < 1) {
     throw ValueError("DataParallel: num_workers must be >= 1, got " + std::to_string(options.num_workers));
   }
   register_module("module", module_);
   for (int i = 0; i < options.num_workers; ++i) {
-    auto replica = make_replica();
+    std::shared_ptr<nn::Module> replica;
+    {
+      WorkerMemoryTag tag(memory_tags_, i);
+      replica = make_replica();
+    }
     if (!replica) throw ValueError("DataParallel: make_replica returned null");
     std::string mismatch = describe_mismatch(module_->named_parameters(), replica->named_parameters(), "parameters");
     if (mismatch.empty()) {
@@ -196,15 +235,25 @@ Tensor DataParallel::forward(const Tensor& input) {
   if (input.dim() < 1 || input.size(0) < 1) {
     throw ShapeError("DataParallel: the input needs a non-empty batch dimension, got " + shape_str(input.sizes()));
   }
+  DataParallelStats& stats = *stats_;
+  stats = DataParallelStats{};
+  auto start = Clock::now();
   replicate();
+  stats.replicate_seconds = seconds_since(start);
+  start = Clock::now();
   const int n = static_cast<int>(std::min<int64_t>(input.size(0), static_cast<int64_t>(replicas_.size())));
   const std::vector<Tensor> chunks = raw::chunk(input, n, 0);
+  stats.scatter_seconds = seconds_since(start);
   std::vector<Tensor> outputs(n);
   const bool record = autograd::GradMode::is_enabled();
+  start = Clock::now();
   workers_->run(n, [&](int i) {
+    WorkerMemoryTag tag(memory_tags_, i);
     autograd::GradMode::set_enabled(record);  // grad mode is per thread: follow the caller's
     outputs[i] = replicas_[i]->forward(chunks[i]);
   });
+  stats.parallel_forward_seconds = seconds_since(start);
+  start = Clock::now();
   // Buffer updates (BatchNorm running statistics) of replica 0 are kept, as PyTorch keeps device 0's.
   {
     NoGradGuard no_grad;
@@ -215,11 +264,13 @@ Tensor DataParallel::forward(const Tensor& input) {
   std::vector<Tensor> detached;
   for (const Tensor& out : outputs) detached.push_back(out.detach());
   Tensor gathered = raw::cat(detached, 0);
+  stats.gather_seconds = seconds_since(start);
   std::vector<Tensor> params = module_->parameters();
   if (!autograd::any_requires_grad(params)) return gathered;
   std::vector<std::vector<Tensor>> replica_params;
   for (int i = 0; i < n; ++i) replica_params.push_back(replicas_[i]->parameters());
-  auto node = std::make_shared<DataParallelGatherBackward>(outputs, std::move(replica_params), workers_);
+  auto node = std::make_shared<DataParallelGatherBackward>(outputs, std::move(replica_params), workers_, stats_,
+                                                           memory_tags_);
   autograd::record(node, params, {gathered});
   return gathered;
 }

@@ -16,6 +16,23 @@ namespace syncgrad::distributed {
 
 struct DataParallelOptions {
   int num_workers = 2;  // replicas, one per worker thread (the caller's thread runs replica 0)
+  // Count what replica i allocates (its parameters, activations and gradients) under memory tag i + 1
+  // (tensor/memory_tag.h), so memory_tag_stats(i + 1) is worker i's share; replica 0 shares the caller's thread.
+  bool memory_tags = false;
+};
+
+// Timing of the last forward and backward through DataParallel: its communication (replicate, scatter,
+// gather, reduce: serial on the caller's thread) and the parallel regions where the replicas compute.
+struct DataParallelStats {
+  double replicate_seconds = 0;          // copying the module's parameters and buffers into every replica
+  double scatter_seconds = 0;            // splitting the input, and in backward the output's gradient
+  double parallel_forward_seconds = 0;   // the replicas' forward passes, start of the first to end of the last
+  double gather_seconds = 0;             // concatenating the replicas' outputs
+  double parallel_backward_seconds = 0;  // the replicas' backward passes
+  double reduce_seconds = 0;             // summing the replicas' gradients onto the module's parameters
+  double communication_seconds() const {
+    return replicate_seconds + scatter_seconds + gather_seconds + reduce_seconds;
+  }
 };
 
 class DataParallel : public nn::Module {
@@ -33,6 +50,8 @@ class DataParallel : public nn::Module {
 
   const std::shared_ptr<nn::Module>& module() const { return module_; }
   int num_workers() const { return static_cast<int>(replicas_.size()); }
+  // The last forward's figures, and its backward's once that ran (zero before).
+  const DataParallelStats& last_stats() const { return *stats_; }
 
   // Runs body(i) for i in [0, n) with body(0) on the calling thread, the others on the worker threads.
   struct Workers;
@@ -43,6 +62,8 @@ class DataParallel : public nn::Module {
   std::shared_ptr<nn::Module> module_;
   std::vector<std::shared_ptr<nn::Module>> replicas_;
   std::shared_ptr<Workers> workers_;
+  bool memory_tags_ = false;
+  std::shared_ptr<DataParallelStats> stats_;  // shared with the gather's backward node
 };
 
 }  // namespace syncgrad::distributed

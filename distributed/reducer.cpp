@@ -149,6 +149,8 @@ void Reducer::finish_backward() {
   }
   in_backward_ = false;
   launch_full_buckets();
+  // From here on backward only waits: for the step check (the other ranks reaching this backward) and the buckets.
+  const auto wait_start = std::chrono::steady_clock::now();
   verify_step_check();
   Tensor used_map;
   std::shared_ptr<Work> used_work;
@@ -159,7 +161,6 @@ void Reducer::finish_backward() {
     used_work = group_->allreduce(used_map, ReduceOp::kMax);
   }
   stats_ = DDPStats{};
-  const auto wait_start = std::chrono::steady_clock::now();
   try {
     for (Bucket& bucket : buckets_) bucket.work->wait();
     if (used_work) used_work->wait();

@@ -35,7 +35,7 @@ struct DDPOptions {
 // Timing of the last synchronised backward.
 struct DDPStats {
   double comm_seconds = 0;     // sum over buckets of the time their reduction ran
-  double exposed_seconds = 0;  // time the end of backward waited for reductions still running
+  double exposed_seconds = 0;  // time the end of backward waited for the step check and reductions still running
   size_t buckets = 0;
   size_t bytes = 0;            // gradient bytes reduced
 };

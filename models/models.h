@@ -1,4 +1,4 @@
-// models::make_model: builds a model by name ("mlp", "cnn") for command-line programs and the trainer.
+// models::make_model: builds a model by name (mlp, cnn, resnet18, resnet20) for programs and the trainer.
 #pragma once
 
 #include <memory>

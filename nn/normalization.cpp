@@ -66,12 +66,12 @@ std::string BatchNorm::extra_repr() const {
   return out.str();
 }
 
-LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine)
+LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine, bool bias)
     : Module("LayerNorm"), normalized_shape(std::move(normalized_shape)), eps(eps),
       elementwise_affine(elementwise_affine) {
   if (elementwise_affine) {
     weight = register_parameter("weight", ones(this->normalized_shape));
-    bias = register_parameter("bias", zeros(this->normalized_shape));
+    if (bias) this->bias = register_parameter("bias", zeros(this->normalized_shape));
   }
 }
 
@@ -83,6 +83,7 @@ std::string LayerNorm::extra_repr() const {
   if (normalized_shape.size() == 1) shape += ",";
   std::ostringstream out;
   out << "(" << shape << "), eps=" << eps << ", elementwise_affine=" << bool_str(elementwise_affine);
+  if (elementwise_affine && !bias.defined()) out << ", bias=False";
   return out.str();
 }
 

@@ -67,16 +67,16 @@ class BatchNorm2d : public BatchNorm {
 };
 
 // Normalises over the last normalized_shape.size() dims of (*, normalized_shape); weight = 1 and bias = 0 of
-// shape normalized_shape when elementwise_affine.
+// shape normalized_shape when elementwise_affine (bias = false leaves the bias out, as PyTorch 2.1's bias=False).
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true);
   Tensor forward(const Tensor& input) override;
 
   Shape normalized_shape;
   double eps;
   bool elementwise_affine;
-  Tensor weight, bias;  // undefined unless elementwise_affine
+  Tensor weight, bias;  // undefined unless elementwise_affine; bias also when constructed with bias = false
 
  protected:
   std::string extra_repr() const override;

@@ -13,6 +13,7 @@
 
 #include "tensor/backend.h"
 #include "tensor/errors.h"
+#include "tensor/memory_tag.h"
 
 namespace syncgrad {
 namespace {
@@ -52,6 +53,7 @@ class CachingCpuAllocator final : public Allocator {
     }
     stats_.allocated_bytes += cls;
     if (stats_.allocated_bytes > stats_.peak_allocated_bytes) stats_.peak_allocated_bytes = stats_.allocated_bytes;
+    detail::note_tagged_allocate(ptr, cls);
     return ptr;
   }
 
@@ -59,6 +61,7 @@ class CachingCpuAllocator final : public Allocator {
     if (ptr == nullptr) return;
     size_t cls = size_class(nbytes);
     std::lock_guard<std::mutex> lock(mutex_);
+    detail::note_tagged_free(ptr, cls);
     stats_.allocated_bytes -= cls;
     stats_.cached_bytes += cls;
     free_[cls].push_back(ptr);

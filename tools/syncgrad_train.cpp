@@ -34,7 +34,14 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--batch-size", c.batch_size, "samples per optimizer step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--lr", c.lr, "learning rate")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--lr", c.lr, "learning rate (the peak, with --lr-schedule cosine)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--lr-schedule", c.lr_schedule,
+                 "cosine: anneal the learning rate from --lr to 0 over --epochs (--max-steps stops early on the "
+                 "same curve); constant: --lr throughout")
+      ->check(CLI::IsMember({"constant", "cosine"}))
+      ->capture_default_str();
   app.add_option("--optimizer", c.optimizer, "sgd (with --momentum), adam or adamw")
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
       ->capture_default_str();
@@ -92,6 +99,11 @@ void add_options(CLI::App& app, TrainConfig& c) {
                "let DDP tolerate parameters that get no gradient in a step");
   app.add_flag("--sync-batch-norm", c.sync_batch_norm,
                "under DDP, BatchNorm layers use the batch statistics of all ranks (SyncBatchNorm)");
+  app.add_option("--amp", c.amp,
+                 "mixed precision: off, bf16 (forward under bfloat16 autocast) or fp16 (float16 autocast with "
+                 "dynamic loss scaling); parameters and optimizer state stay float32")
+      ->check(CLI::IsMember({"off", "fp16", "bf16"}))
+      ->capture_default_str();
 }
 
 }  // namespace

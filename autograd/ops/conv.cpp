@@ -2,6 +2,7 @@
 // inputs need them (grad_input by GEMM + col2im, grad_weight by GEMM summed over the batch, grad_bias by sums).
 #include "autograd/ops/conv.h"
 
+#include "autograd/autocast.h"
 #include "autograd/meta.h"
 
 namespace syncgrad {
@@ -42,6 +43,9 @@ struct Conv2dBackward final : NodeOf<Conv2dBackward> {
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
               Size2 dilation, int64_t groups) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::lower_precision, {&input, &weight, &bias})) {
+    return conv2d(c[0], c[1], c[2], stride, padding, dilation, groups);
+  }
   Tensor out = raw::conv2d(input, weight, bias, stride, padding, dilation, groups);
   if (autograd::any_requires_grad({&input, &weight, &bias})) {
     auto node = std::make_shared<Conv2dBackward>();

@@ -4,6 +4,7 @@
 // gradient, and a gradient is computed only for inputs that need one.
 #include "autograd/ops/linalg.h"
 
+#include "autograd/autocast.h"
 #include "autograd/meta.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/linalg.h"
@@ -149,18 +150,21 @@ std::shared_ptr<NodeT> product_node(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::lower_precision, {&a, &b})) return mm(c[0], c[1]);
   Tensor out = raw::mm(a, b);
   if (autograd::any_requires_grad({&a, &b})) autograd::record(product_node<MmBackward>(a, b), {&a, &b}, {&out});
   return out;
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::lower_precision, {&a, &b})) return bmm(c[0], c[1]);
   Tensor out = raw::bmm(a, b);
   if (autograd::any_requires_grad({&a, &b})) autograd::record(product_node<BmmBackward>(a, b), {&a, &b}, {&out});
   return out;
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::lower_precision, {&a, &b})) return matmul(c[0], c[1]);
   Tensor out = raw::matmul(a, b);
   if (autograd::any_requires_grad({&a, &b})) {
     auto node = product_node<MatmulBackward>(a, b);
@@ -172,6 +176,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::lower_precision, {&bias, &a, &b})) {
+    return addmm(c[0], c[1], c[2], beta, alpha);
+  }
   Tensor out = raw::addmm(bias, a, b, beta, alpha);
   if (autograd::any_requires_grad({&bias, &a, &b})) {
     auto node = product_node<AddmmBackward>(a, b);
@@ -184,6 +191,9 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
 }
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::lower_precision, {&input, &weight, &bias})) {
+    return linear(c[0], c[1], c[2]);
+  }
   Tensor out = raw::linear(input, weight, bias);
   const bool has_bias = bias.defined();
   if (has_bias ? autograd::any_requires_grad({&input, &weight, &bias}) : autograd::any_requires_grad({&input, &weight})) {

@@ -2,6 +2,7 @@
 // weights * (softmax - (1 - s) one_hot - s / C) from the saved logits and per-position logsumexp.
 #include "autograd/ops/loss.h"
 
+#include "autograd/autocast.h"
 #include "autograd/meta.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
@@ -58,6 +59,9 @@ struct MseLossBackward final : NodeOf<MseLossBackward> {
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& options) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&logits})) {
+    return cross_entropy(c[0], target, options);
+  }
   raw::CrossEntropyResult result = raw::cross_entropy_forward(logits, target, options);
   Tensor out = result.loss;
   if (autograd::any_requires_grad({&logits})) {
@@ -72,6 +76,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossOptions& options) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&log_probs})) {
+    return nll_loss(c[0], target, options);
+  }
   raw::NLLLossResult result = raw::nll_loss_forward(log_probs, target, options);
   Tensor out = result.loss;
   if (autograd::any_requires_grad({&log_probs})) {
@@ -86,6 +93,9 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossOpti
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&input, &target})) {
+    return mse_loss(c[0], c[1], reduction);
+  }
   Tensor out = raw::mse_loss(input, target, reduction);
   if (autograd::any_requires_grad({&input, &target})) {
     auto node = std::make_shared<MseLossBackward>();

@@ -2,6 +2,7 @@
 // backward kernels (grad_input, grad_weight and grad_bias in one call).
 #include "autograd/ops/norm.h"
 
+#include "autograd/autocast.h"
 #include "autograd/meta.h"
 #include "tensor/ops/norm.h"
 
@@ -66,6 +67,10 @@ struct LayerNormBackward final : NodeOf<LayerNormBackward> {
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  // The running statistics are updated in place, so they are never cast.
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&input, &weight, &bias})) {
+    return batch_norm(c[0], running_mean, running_var, c[1], c[2], training, momentum, eps);
+  }
   raw::BatchNormResult result =
       raw::batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps);
   if (autograd::any_requires_grad({&input, &weight, &bias})) {
@@ -84,6 +89,9 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&input, &weight, &bias})) {
+    return layer_norm(c[0], normalized_shape, c[1], c[2], eps);
+  }
   raw::LayerNormResult result = raw::layer_norm(input, normalized_shape, weight, bias, eps);
   if (autograd::any_requires_grad({&input, &weight, &bias})) {
     auto node = std::make_shared<LayerNormBackward>();

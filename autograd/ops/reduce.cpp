@@ -4,6 +4,7 @@
 // logsumexp: g * softmax(x) over the reduced dims.
 #include "autograd/ops/reduce.h"
 
+#include "autograd/autocast.h"
 #include "autograd/meta.h"
 #include "autograd/ops/views.h"
 #include "tensor/ops/copy.h"
@@ -160,6 +161,9 @@ ValuesIndices record_extremum_dim(const Tensor& t, ValuesIndices out, int64_t di
 }  // namespace
 
 Tensor sum(const Tensor& t, const Shape& dims, bool keepdim, std::optional<DType> dtype) {
+  if (!dtype) {
+    if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&t})) return sum(c[0], dims, keepdim, dtype);
+  }
   Tensor out = raw::sum(t, dims, keepdim, dtype);
   if (autograd::any_requires_grad({&t})) {
     auto node = reduce_node<SumBackward>(t, dims, keepdim, "sum");
@@ -170,6 +174,9 @@ Tensor sum(const Tensor& t, const Shape& dims, bool keepdim, std::optional<DType
 }
 
 Tensor mean(const Tensor& t, const Shape& dims, bool keepdim, std::optional<DType> dtype) {
+  if (!dtype) {
+    if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&t})) return mean(c[0], dims, keepdim, dtype);
+  }
   Tensor out = raw::mean(t, dims, keepdim, dtype);
   if (autograd::any_requires_grad({&t})) {
     auto node = reduce_node<MeanBackward>(t, dims, keepdim, "mean");

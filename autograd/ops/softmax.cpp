@@ -2,6 +2,7 @@
 // (softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g)), through the fused kernels.
 #include "autograd/ops/softmax.h"
 
+#include "autograd/autocast.h"
 #include "autograd/meta.h"
 #include "autograd/ops/views.h"
 #include "tensor/ops/softmax.h"
@@ -31,6 +32,11 @@ struct LogSoftmaxBackward final : NodeOf<LogSoftmaxBackward> {
 
 template <class NodeT>
 Tensor softmax_op(const Tensor& t, int64_t dim, std::optional<DType> dtype, bool log) {
+  if (!dtype) {
+    if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&t})) {
+      return softmax_op<NodeT>(c[0], dim, dtype, log);
+    }
+  }
   Tensor in = dtype ? syncgrad::to(t, *dtype) : t;
   Tensor out = log ? raw::log_softmax(in, dim) : raw::softmax(in, dim);
   if (autograd::any_requires_grad({&in})) {

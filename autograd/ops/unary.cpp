@@ -1,5 +1,6 @@
 // Differentiable unary elementwise ops: the raw op forward, a UnaryBackward<op> node saving the op's input
 // or result (whichever its derivative is computed from).
+#include "autograd/autocast.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/elementwise_nodes.h"
 
@@ -28,8 +29,14 @@ Tensor abs(const Tensor& t) { return unary<UnaryOp::abs>(t); }
 Tensor relu(const Tensor& t) { return unary<UnaryOp::relu>(t); }
 Tensor square(const Tensor& t) { return unary<UnaryOp::square>(t); }
 Tensor sign(const Tensor& t) { return unary<UnaryOp::sign>(t); }
-Tensor exp(const Tensor& t) { return unary<UnaryOp::exp>(t); }
-Tensor log(const Tensor& t) { return unary<UnaryOp::log>(t); }
+Tensor exp(const Tensor& t) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&t})) return exp(c[0]);
+  return unary<UnaryOp::exp>(t);
+}
+Tensor log(const Tensor& t) {
+  if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&t})) return log(c[0]);
+  return unary<UnaryOp::log>(t);
+}
 Tensor log1p(const Tensor& t) { return unary<UnaryOp::log1p>(t); }
 Tensor sqrt(const Tensor& t) { return unary<UnaryOp::sqrt>(t); }
 Tensor rsqrt(const Tensor& t) { return unary<UnaryOp::rsqrt>(t); }

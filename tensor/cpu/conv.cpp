@@ -1,4 +1,5 @@
-// CPU conv2d kernels. Stride 1 without dilation (the usual case) runs the implicit GEMMs of conv_implicit.h.
+// CPU conv2d kernels. float32 3x3 convolutions with stride 1 and padding 1 run the Winograd kernels of
+// winograd.h; other stride-1 convolutions without dilation run the implicit GEMMs of conv_implicit.h.
 // Other convolutions build column matrices one image (and group) at a time, so they stay in L2, and multiply
 // with the register-tiled GEMM of conv_gemm.h; their rows are padded to whole vectors (Pp = OH * OW rounded up
 // to kLanes), the padding columns never read back. Per image:
@@ -6,16 +7,19 @@
 //   grad input:   dcol (K, Pp) = W^T (K, C_out_g) * grad_out (C_out_g, Pp), then col2im
 //   grad weight:  dW^T (K, cop) += col (K, J) * grad_out^T (J, cop) over chunks of images, J = their OH * OW
 //                 columns, cop = C_out_g padded to vectors; transposed into grad_weight at the end.
-// Scratch buffers are per thread and reused across calls. float32 and float64 run natively; float16/bfloat16
-// are converted to float32 and back.
+// Scratch buffers are per thread and reused across calls. float32 and float64 run natively; bfloat16 stride-1
+// convolutions run on the AVX512_BF16 kernels of bf16_conv.cpp where the CPU has them; other float16/bfloat16
+// cases are converted to float32 and back.
 #include <algorithm>
 #include <mutex>
 #include <vector>
 
+#include "tensor/cpu/bf16_kernels.h"
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/conv_im2col.h"
 #include "tensor/cpu/conv_implicit.h"
 #include "tensor/cpu/visit.h"
+#include "tensor/cpu/winograd.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
@@ -38,6 +42,9 @@ void forward(const Tensor& out, const Tensor& input, const Tensor& weight, const
   const T* wt = weight.data_ptr<T>();
   const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
   T* y = out.data_ptr<T>();
+  if constexpr (std::is_same_v<T, float>) {
+    if (winograd::supported(s)) return winograd::forward(x, wt, b, y, s);
+  }
   if (unit_stride(s)) {
     implicit_conv::forward(x, wt, b, y, s);
     return;
@@ -68,6 +75,9 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tens
   const T* gy = grad_out.data_ptr<T>();
   const T* wt = weight.data_ptr<T>();
   T* gx = grad_input.data_ptr<T>();
+  if constexpr (std::is_same_v<T, float>) {
+    if (winograd::supported(s)) return winograd::backward_input(gy, wt, gx, s);
+  }
   if (unit_stride(s) && implicit_conv::backward_input_supported(s)) {
     implicit_conv::backward_input(gy, wt, gx, s);
     return;
@@ -106,6 +116,9 @@ void backward_weight(const Tensor& grad_weight, const Tensor& grad_out, const Te
   const T* gy = grad_out.data_ptr<T>();
   const T* x = input.data_ptr<T>();
   T* total = grad_weight.data_ptr<T>();  // (C_out, K)
+  if constexpr (std::is_same_v<T, float>) {
+    if (winograd::supported(s)) return winograd::backward_weight(gy, x, total, s);
+  }
   if (unit_stride(s)) {
     implicit_conv::backward_weight(gy, x, total, s);
     return;
@@ -158,9 +171,15 @@ void dispatch(const char* op, const Tensor& result, std::initializer_list<Tensor
   });
 }
 
+// Whether a conv kernel writing `result` runs on the bfloat16 dot-product kernels.
+bool on_bf16_dot(const Tensor& result, const ConvShape& s) {
+  return result.dtype() == DType::bf16 && unit_stride(s) && bf16::dot_available();
+}
+
 void conv2d_kernel(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                    const Conv2dParams& params) {
   const ConvShape s = conv_shape(input.sizes(), weight.sizes(), out.sizes(), params);
+  if (on_bf16_dot(out, s)) return bf16::conv_forward(out, input, weight, bias, s);
   dispatch("conv2d", out, {input, weight, bias}, [&]<class T>(const Tensor& y, const std::vector<Tensor>& in) {
     forward<T>(y, in[0], in[1], in[2], s);
   });
@@ -169,6 +188,9 @@ void conv2d_kernel(const Tensor& out, const Tensor& input, const Tensor& weight,
 void conv2d_backward_input_kernel(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight,
                                   const Conv2dParams& params) {
   const ConvShape s = conv_shape(grad_input.sizes(), weight.sizes(), grad_out.sizes(), params);
+  if (on_bf16_dot(grad_input, s) && implicit_conv::backward_input_supported(s)) {
+    return bf16::conv_backward_input(grad_input, grad_out, weight, s);
+  }
   dispatch("conv2d_backward", grad_input, {grad_out, weight},
            [&]<class T>(const Tensor& gx, const std::vector<Tensor>& in) { backward_input<T>(gx, in[0], in[1], s); });
 }
@@ -176,6 +198,7 @@ void conv2d_backward_input_kernel(const Tensor& grad_input, const Tensor& grad_o
 void conv2d_backward_weight_kernel(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& input,
                                    const Conv2dParams& params) {
   const ConvShape s = conv_shape(input.sizes(), grad_weight.sizes(), grad_out.sizes(), params);
+  if (on_bf16_dot(grad_weight, s)) return bf16::conv_backward_weight(grad_weight, grad_out, input, s);
   dispatch("conv2d_backward", grad_weight, {grad_out, input},
            [&]<class T>(const Tensor& gw, const std::vector<Tensor>& in) { backward_weight<T>(gw, in[0], in[1], s); });
 }

@@ -1,7 +1,8 @@
 // CPU batched GEMM kernel on Eigen. Each (rows, cols) operand matrix is mapped in place: row-major when its
 // columns are unit-stride, column-major (the transpose of a row-major matrix) when its rows are; only a matrix
-// unit-strided in neither direction is copied. float16/bfloat16 matrices are converted to float32, multiplied
-// with the float32 GEMM and rounded back. Batches run in parallel over the intra-op threads.
+// unit-strided in neither direction is copied. bfloat16 runs on the AVX512_BF16 kernels of bf16_gemm.cpp where
+// the CPU has them; float16 (and bfloat16 elsewhere) matrices are converted to float32, multiplied with the
+// float32 GEMM and rounded back. Batches run in parallel over the intra-op threads.
 // GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the `__Y = __Y` idiom) when
 // Eigen's GEMM is inlined here.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -9,6 +10,8 @@
 #include <Eigen/Core>
 #include <vector>
 
+#include "tensor/cpu/bf16_kernels.h"
+#include "tensor/cpu/gemm_tiled.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/linalg.h"
@@ -161,11 +164,17 @@ void gemm_via_float(const Tensor& out, const Tensor& a, const Tensor& b, const S
 
 void gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
   visit_numeric(out.dtype(), "matmul", [&]<class T>() {
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    if constexpr (std::is_same_v<T, bfloat16>) {
+      if (bf16::dot_available()) bf16::gemm(out, a, b, alpha.to_double(), beta.to_double());
+      else gemm_via_float<T>(out, a, b, alpha, beta);
+    } else if constexpr (std::is_same_v<T, half>) {
       gemm_via_float<T>(out, a, b, alpha, beta);
     } else if constexpr (std::is_same_v<T, uint8_t>) {
       unsupported_dtype("matmul", out.dtype(), "float32, float64, float16, bfloat16, int64, int32");
     } else {
+      if constexpr (std::is_same_v<T, float>) {
+        if (gemm_tiled_f32(out, a, b, alpha, beta)) return;  // linear-layer shapes: gemm_tiled.h
+      }
       gemm_native<T>(out, a, b, alpha, beta);
     }
   });

@@ -3,7 +3,6 @@
 // Each position's C logits are gathered into a float/double row so Eigen's vectorised exp applies.
 #include <Eigen/Core>
 #include <cmath>
-#include <vector>
 
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/loss.h"
@@ -14,6 +13,10 @@ namespace {
 // The loss accumulation type: double for f64 inputs, float otherwise (matches the losses/lse tensors).
 template <class T> using loss_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 template <class M> using Row = Eigen::Map<Eigen::Array<M, Eigen::Dynamic, 1>>;
+// The gathered row: Eigen's own allocation is aligned to its packet size, so the vectorised exp splits every
+// row the same way (a std::vector's address, and with it how many leading elements take the scalar path,
+// depends on the heap's state: results would differ in the last bit from run to run).
+template <class M> using RowBuffer = Eigen::Array<M, Eigen::Dynamic, 1>;
 
 bool out_of_range(int64_t t, int64_t classes) { return t < 0 || t >= classes; }
 
@@ -28,7 +31,7 @@ TargetScan cross_entropy_kernel(const Tensor& losses, const Tensor& lse, const T
     M* loss = static_cast<M*>(losses.data_ptr());
     M* lse_out = static_cast<M*>(lse.data_ptr());
     const M smoothing = static_cast<M>(label_smoothing);
-    std::vector<M> buffer(c);
+    RowBuffer<M> buffer(c);
     Row<M> row(buffer.data(), c);
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < s; ++j) {
@@ -69,7 +72,7 @@ void cross_entropy_backward_kernel(const Tensor& grad_logits, const Tensor& logi
     const M* lse_in = static_cast<const M*>(lse.data_ptr());
     const M* w = static_cast<const M*>(weights.data_ptr());
     const M smoothing = static_cast<M>(label_smoothing);
-    std::vector<M> buffer(c);
+    RowBuffer<M> buffer(c);
     Row<M> row(buffer.data(), c);
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < s; ++j) {

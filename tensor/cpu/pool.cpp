@@ -88,13 +88,34 @@ void max_pool_2x2_row_avx512(const float* top, const float* bottom, float* best,
 }
 #endif
 
-// 2x2 windows with stride 2, no padding or dilation, for planes [first, last). float on AVX-512 machines goes
-// through the vector row kernel above; otherwise each output row compares its four window values in order
-// (ties keep the first; NaN wins, as in the general path).
+// 2x2 windows with stride 2, no padding or dilation, for planes [first, last). On AVX-512 machines float (and
+// the half types, their planes widened to float) goes through the vector row kernel above; otherwise each
+// output row compares its four window values in order (ties keep the first; NaN wins, as in the general path).
 template <class T>
 void max_pool_2x2(const T* x, T* y, int64_t* idx, int64_t first, int64_t last, const PlaneShape& s) {
   using M = opmath_t<T>;
   const int64_t w = s.w;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, half>) {
+    // Each input plane widened to float exactly, pooled by the float row kernel; the maxima narrow back exactly.
+    thread_local std::vector<float> buffer;
+    buffer.resize(static_cast<size_t>(s.in_plane() + s.out_plane()));
+    float* __restrict widened = buffer.data();
+    float* __restrict maxima = widened + s.in_plane();
+    for (int64_t plane = first; plane < last; ++plane) {
+      const T* in = x + plane * s.in_plane();
+      for (int64_t i = 0; i < s.in_plane(); ++i) widened[i] = convert<float>(in[i]);
+      for (int64_t oy = 0; oy < s.oh; ++oy) {
+        const float* top = widened + 2 * oy * w;
+        max_pool_2x2_row_avx512(top, top + w, maxima + oy * s.ow, idx + plane * s.out_plane() + oy * s.ow, s.ow, w,
+                                2 * oy * w);
+      }
+      T* out = y + plane * s.out_plane();
+      for (int64_t i = 0; i < s.out_plane(); ++i) out[i] = convert<T>(maxima[i]);
+    }
+    return;
+  }
+#endif
   for (int64_t plane = first; plane < last; ++plane) {
     for (int64_t oy = 0; oy < s.oh; ++oy) {
       const T* top = x + plane * s.in_plane() + 2 * oy * w;
@@ -199,7 +220,8 @@ void max_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_out
       T* dst = gx + plane * s.in_plane();
       const int64_t first = plane * s.out_plane();
       for (int64_t o = first; o < first + s.out_plane(); ++o) {
-        if (idx[o] >= 0) dst[idx[o]] = static_cast<T>(static_cast<M>(dst[idx[o]]) + static_cast<M>(gy[o]));
+        if (idx[o] < 0) continue;
+        dst[idx[o]] = convert<T>(convert<M>(dst[idx[o]]) + convert<M>(gy[o]));
       }
     });
   });

@@ -1,10 +1,12 @@
 // CPU unary kernels (neg, abs, relu, ..., gelu), their gradient kernels, and clamp with scalar bounds.
-// Half types compute in float.
+// Half types compute in float (bfloat16 results are rounded with half_convert.h's vectorisable conversion).
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "tensor/cpu/elementwise_loops.h"
+#include "tensor/cpu/gelu_tanh.h"
+#include "tensor/cpu/half_convert.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/unary.h"
@@ -19,7 +21,8 @@ constexpr double kInvSqrt2Pi = 0.3989422804014327;    // 1 / sqrt(2 pi), the nor
 template <class T, class F>
 void apply(const Tensor& out, const Tensor& in, F f) {
   using M = opmath_t<T>;
-  map1<T, T>(out, in, [f](T x) { return static_cast<T>(f(static_cast<M>(x))); });
+  if constexpr (std::is_same_v<T, bfloat16>) map1<T, T>(out, in, [f](T x) { return to_bf16(f(to_float(x))); });
+  else map1<T, T>(out, in, [f](T x) { return static_cast<T>(f(static_cast<M>(x))); });
 }
 
 template <class T>
@@ -52,6 +55,7 @@ void numeric_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
         apply<T>(out, in, [](M x) { return M(0.5) * x * (M(1) + std::erf(x * M(M_SQRT1_2))); });
         return;
       case UnaryOp::gelu_tanh:
+        if (gelu_tanh_contiguous(out, in)) return;  // float32 / bfloat16 fast path
         apply<T>(out, in, [](M x) {
           return M(0.5) * x * (M(1) + std::tanh(M(kSqrt2OverPi) * (x + M(kGeluCubic) * x * x * x)));
         });
@@ -69,8 +73,12 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
 template <class T, class F>
 void apply_grad(const Tensor& grad_in, const Tensor& grad_out, const Tensor& saved, F f) {
   using M = opmath_t<T>;
-  map2<T, T, T>(grad_in, grad_out, saved,
-                [f](T g, T s) { return static_cast<T>(f(static_cast<M>(g), static_cast<M>(s))); });
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    map2<T, T, T>(grad_in, grad_out, saved, [f](T g, T s) { return to_bf16(f(to_float(g), to_float(s))); });
+  } else {
+    map2<T, T, T>(grad_in, grad_out, saved,
+                  [f](T g, T s) { return static_cast<T>(f(static_cast<M>(g), static_cast<M>(s))); });
+  }
 }
 
 template <class T>
@@ -99,6 +107,7 @@ void unary_backward_typed(UnaryOp op, const Tensor& gi, const Tensor& go, const 
       });
       return;
     case UnaryOp::gelu_tanh:
+      if (gelu_tanh_backward_contiguous(gi, go, s)) return;  // float32 / bfloat16 fast path
       apply_grad<T>(gi, go, s, [](M g, M x) {
         M inner = M(kSqrt2OverPi) * (x + M(kGeluCubic) * x * x * x);
         M t = std::tanh(inner);

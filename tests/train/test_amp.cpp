@@ -2,9 +2,9 @@
 // fp16 reach the float32 accuracy after one epoch (MLP and CNN), the GradScaler's scale and skipped steps in
 // the metrics log, its state in checkpoints (fp16 resume is exact), and the refused combinations.
 //
-// One run's accuracy after one epoch moves by about a point with any change of the trajectory (another seed, or
-// a different rounding: PyTorch's own bf16 autocast lands -2.9 to +0.6 points from its float32 run on the MLP,
-// seeds 0-3, docs/BENCHMARKS.md), so the 0.5-point criterion is applied to the mean over several seeds.
+// The runs use the trainer's default cosine schedule, under which one epoch's accuracy moves by a few tenths of
+// a point between seeds (with a constant lr it moved by about a point, and PyTorch's own bf16 autocast landed
+// -2.9 to +0.6 points from its float32 run; docs/BENCHMARKS.md), so seed 0 alone is held to the 0.5 points.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -79,18 +79,18 @@ std::vector<float> weights_of(const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("MLP: --amp bf16 and fp16 reach the float32 test accuracy within 0.5 points (mean of seeds 0-4)") {
+TEST_CASE("MLP: --amp bf16 and fp16 reach the float32 test accuracy within 0.5 points (seed 0)") {
   REQUIRE_DATA();
-  auto mean = mean_accuracy("mlp", 5);
+  auto mean = mean_accuracy("mlp", 1);
   MESSAGE("MLP means: fp32 " << 100 * mean["off"] << "%, bf16 " << 100 * mean["bf16"] << "%, fp16 "
                              << 100 * mean["fp16"] << "%");
   CHECK(std::abs(mean["bf16"] - mean["off"]) <= 0.005);
   CHECK(std::abs(mean["fp16"] - mean["off"]) <= 0.005);
 }
 
-TEST_CASE("CNN: --amp bf16 and fp16 reach the float32 test accuracy within 0.5 points (mean of seeds 0-1)") {
+TEST_CASE("CNN: --amp bf16 and fp16 reach the float32 test accuracy within 0.5 points (seed 0)") {
   REQUIRE_DATA();
-  auto mean = mean_accuracy("cnn", 2);
+  auto mean = mean_accuracy("cnn", 1);
   MESSAGE("CNN means: fp32 " << 100 * mean["off"] << "%, bf16 " << 100 * mean["bf16"] << "%, fp16 "
                              << 100 * mean["fp16"] << "%");
   CHECK(std::abs(mean["bf16"] - mean["off"]) <= 0.005);

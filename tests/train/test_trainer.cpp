@@ -2,6 +2,7 @@
 // accuracy targets, exact resume, --init-from, and every bad-input path of the trainer.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -51,11 +52,10 @@ std::vector<float> weights_of(const std::string& dir) {
 
 }  // namespace
 
-// The issue's targets are 84% / 86% (MLP, 1 / 3 epochs) and 87% (CNN, 1 epoch) at seed 0. Measured here
-// (2026-11-29): MLP 84.66% / 85.82% (seeds 1-3 after 3 epochs: 85.96, 86.56, 86.83), CNN 86.55% (seeds 1, 2:
-// 86.63, 87.16). The checks below guard the levels reached; the gap to the 3-epoch MLP and the CNN targets is
-// recorded in docs/BENCHMARKS.md and still open.
-TEST_CASE("MLP: >= 84% test accuracy after one epoch, >= 85.5% after three (SGD 0.05, momentum 0.9, batch 64)") {
+// The issue's targets at seed 0 with SGD lr 0.05, momentum 0.9, batch 64 and the trainer's default cosine
+// schedule. Measured here (2026-11-29): MLP 86.3% / 88.3% (1 / 3 epochs), CNN 89.0%; with a constant lr both
+// syncgrad and PyTorch land at 85.5-87.2% (docs/BENCHMARKS.md).
+TEST_CASE("MLP: >= 84% test accuracy after one epoch, >= 86% after three (SGD 0.05, momentum 0.9, batch 64)") {
   REQUIRE_DATA();
   TrainConfig c;
   c.model = "mlp";
@@ -70,16 +70,52 @@ TEST_CASE("MLP: >= 84% test accuracy after one epoch, >= 85.5% after three (SGD 
   CHECK(after_one >= 0.84);
   double after_three = run(c).evaluation.value;
   MESSAGE("MLP accuracy after 3 epochs: " << after_three);
-  CHECK(after_three >= 0.855);
+  CHECK(after_three >= 0.86);
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("CNN: >= 86% test accuracy after one epoch") {
+TEST_CASE("CNN: >= 87% test accuracy after one epoch") {
   REQUIRE_DATA();
   TrainConfig c;  // the defaults are the main job: cnn, one epoch
   train::TrainSummary s = run(c);
   MESSAGE("CNN accuracy after 1 epoch: " << s.evaluation.value << " (" << s.samples_per_second << " samples/s)");
-  CHECK(s.evaluation.value >= 0.86);
+  CHECK(s.evaluation.value >= 0.87);
+}
+
+TEST_CASE("the cosine schedule anneals lr over --epochs; --max-steps stops early on the same curve") {
+  REQUIRE_DATA();
+  // 938 batches of 64 per epoch; the lr of step k (1-based) is 0.05 * (1 + cos(pi (k - 1) / 1876)) / 2.
+  auto logged_lr = [](TrainConfig c, const std::string& name) {
+    c.model = "mlp";
+    c.epochs = 2;
+    c.log_every = 469;
+    c.log_file = temp_dir(name) + "/log.csv";
+    run(c);
+    std::ifstream in(c.log_file);
+    std::string header, row;
+    std::getline(in, header);
+    std::vector<double> lrs;
+    while (std::getline(in, row)) {
+      std::vector<std::string> cells;
+      std::stringstream cells_in(row);
+      for (std::string cell; std::getline(cells_in, cell, ',');) cells.push_back(cell);
+      lrs.push_back(std::stod(cells.at(3)));  // step,epoch,loss,lr,...
+    }
+    std::filesystem::remove_all(std::filesystem::path(c.log_file).parent_path());
+    return lrs;
+  };
+  auto expected = [](int64_t step) { return 0.05 * 0.5 * (1 + std::cos(M_PI * static_cast<double>(step - 1) / 1876)); };
+  TrainConfig c;
+  c.max_steps = 938;
+  std::vector<double> lrs = logged_lr(c, "cosine");
+  REQUIRE(lrs.size() == 2);
+  CHECK(lrs[0] == doctest::Approx(expected(469)).epsilon(1e-6));
+  CHECK(lrs[1] == doctest::Approx(expected(938)).epsilon(1e-6));
+  c.lr_schedule = "constant";
+  lrs = logged_lr(c, "constant");
+  REQUIRE(lrs.size() == 2);
+  CHECK(lrs[0] == 0.05);
+  CHECK(lrs[1] == 0.05);
 }
 
 TEST_CASE("resume continues exactly: N steps + save + resume + N steps equals 2N steps") {

@@ -1,6 +1,7 @@
 // Checkpoint save/load on top of the safetensors format.
 #include "tools/train/checkpoint.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@ namespace syncgrad::train {
 namespace {
 
 constexpr const char* kFormat = "syncgrad-checkpoint/1";
+const std::string kGradScalerPrefix = "grad_scaler.";
 constexpr const char* kModelFile = "model.safetensors";
 constexpr const char* kCheckpointFile = "checkpoint.safetensors";
 
@@ -75,6 +77,11 @@ void save_checkpoint(const std::string& dir, const std::string& model_name, cons
       {"optimizer_groups", groups_to_json(opt_state.groups)},
       {"config", config.to_json()},
   };
+  for (const auto& [key, value] : position.grad_scaler) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    metadata.emplace(kGradScalerPrefix + key, text);
+  }
   io::save_safetensors(join(dir, kCheckpointFile), all, metadata);
   io::save_safetensors(join(dir, kModelFile), weights, {{"format", "pt"}, {"model", model_name}});
 }
@@ -109,6 +116,11 @@ TrainingPosition load_checkpoint(const std::string& path, const std::string& mod
     position.step = std::stoll(require(meta, "step", file));
     position.rng_seed = std::stoull(require(meta, "rng_seed", file));
     position.rng_offset = std::stoull(require(meta, "rng_offset", file));
+    for (const auto& [key, value] : meta) {
+      if (key.rfind(kGradScalerPrefix, 0) == 0) {
+        position.grad_scaler[key.substr(kGradScalerPrefix.size())] = std::stod(value);
+      }
+    }
   } catch (const std::logic_error&) {
     throw ValueError("checkpoint " + file + ": the training position in its metadata is not a number");
   }

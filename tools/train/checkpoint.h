@@ -2,10 +2,12 @@
 //   model.safetensors       the model's state_dict under PyTorch's key names (loads with
 //                           safetensors.torch.load_file + model.load_state_dict in Python);
 //   checkpoint.safetensors  "model.<key>" and "optimizer.<key>" tensors, and in __metadata__ the training
-//                           position (epoch, step, batch), the default generator's state, the optimizer's
-//                           hyperparameters and the run's config.
+//                           position (epoch, step, batch), the default generator's state, the GradScaler's
+//                           state ("grad_scaler.<key>", --amp fp16), the optimizer's hyperparameters and the
+//                           run's config.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "nn/module.h"
@@ -20,6 +22,7 @@ struct TrainingPosition {
   int64_t step = 0;            // optimizer steps taken so far
   uint64_t rng_seed = 0;       // default generator state (dropout and other random ops)
   uint64_t rng_offset = 0;
+  std::map<std::string, double> grad_scaler;  // GradScaler::state_dict() (--amp fp16); empty otherwise
 };
 
 // Creates `dir` if needed and checks that files can be written there (before any training time is spent).

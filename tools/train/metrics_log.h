@@ -15,6 +15,8 @@ struct StepMetrics {
   double samples_per_second = 0;
   double elapsed_seconds = 0;
   double data_wait_percent = 0;  // share of the interval spent waiting for batches
+  double loss_scale = 1;         // --amp fp16: the GradScaler's scale (1 otherwise)
+  int64_t skipped_steps = 0;     // optimizer steps skipped so far for inf/NaN gradients (--amp fp16)
 };
 
 class MetricsLog {

@@ -6,6 +6,7 @@
 #include "models/models.h"
 #include "tensor/errors.h"
 #include "tools/train/classification_task.h"
+#include "tools/train/text_task.h"
 
 namespace syncgrad::train {
 
@@ -25,6 +26,7 @@ const std::vector<DatasetEntry>& dataset_table() {
   static const std::vector<DatasetEntry> table = {
       {"fashion-mnist", {"mlp", "cnn"}, make_fashion_mnist_task},
       {"cifar10", {"resnet18", "resnet20"}, make_cifar10_task},
+      {"text", {"gpt"}, make_text_task},
   };
   return table;
 }

@@ -15,7 +15,8 @@ std::string TrainConfig::to_json() const {
                       {"scale_lr", scale_lr}, {"warmup_steps", warmup_steps}, {"bucket_cap_mb", bucket_cap_mb},
                       {"comm_hook", comm_hook}, {"find_unused_parameters", find_unused_parameters},
                       {"dataset", dataset}, {"sync_batch_norm", sync_batch_norm}, {"model_config", model_config},
-                      {"eval_every", eval_every}, {"amp", amp}};
+                      {"eval_every", eval_every}, {"amp", amp},
+                      {"lr_schedule", lr_schedule}};
   return j.dump();
 }
 
@@ -50,6 +51,7 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.model_config = j.value("model_config", c.model_config);
   c.eval_every = j.value("eval_every", c.eval_every);
   c.amp = j.value("amp", c.amp);
+  c.lr_schedule = j.value("lr_schedule", c.lr_schedule);
   return c;
 }
 

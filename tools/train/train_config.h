@@ -14,6 +14,7 @@ struct TrainConfig {
   int epochs = 1;
   int64_t batch_size = 64;
   double lr = 0.05;
+  std::string lr_schedule = "cosine";  // cosine (annealed from lr to 0 over --epochs) | constant
   std::string optimizer = "sgd";  // sgd | adam | adamw
   double momentum = 0.9;
   double weight_decay = 0.0;

@@ -94,13 +94,21 @@ class GroupMembership {
   std::shared_ptr<distributed::ProcessGroup> group_;
 };
 
-// The learning rate of optimizer step `step`: with --scale-lr linear, lr x world size, reached linearly from lr
-// over the warm-up steps (Goyal et al.'s gradual warm-up).
-double lr_at(const TrainConfig& c, int world_size, int64_t step) {
-  if (c.scale_lr != "linear") return c.lr;
-  const double target = c.lr * world_size;
-  if (c.warmup_steps <= 0 || step >= c.warmup_steps) return target;
-  return c.lr + (target - c.lr) * static_cast<double>(step) / static_cast<double>(c.warmup_steps);
+// The learning rate of optimizer step `step` (0-based) of `total_steps`: the peak is lr, or with --scale-lr
+// linear lr x world size reached linearly from lr over the warm-up steps (Goyal et al.'s gradual warm-up); with
+// --lr-schedule cosine the peak is then annealed to zero at the last step of --epochs (half a cosine wave;
+// --max-steps stops a run early without changing its schedule, so a resumed run continues the same curve).
+double lr_at(const TrainConfig& c, int world_size, int64_t step, int64_t total_steps) {
+  double peak = c.lr;
+  int64_t warmup = 0;
+  if (c.scale_lr == "linear") {
+    peak = c.lr * world_size;
+    warmup = std::max<int64_t>(0, c.warmup_steps);
+    if (step < warmup) return c.lr + (peak - c.lr) * static_cast<double>(step) / static_cast<double>(warmup);
+  }
+  if (c.lr_schedule != "cosine" || total_steps <= warmup) return peak;
+  const double progress = static_cast<double>(step - warmup) / static_cast<double>(total_steps - warmup);
+  return peak * 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, progress)));
 }
 
 }  // namespace
@@ -129,6 +137,22 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   }
   std::optional<MetricsLog> log;
   if (!c.log_file.empty() && rank == 0) log.emplace(c.log_file);
+
+  // --amp: forward and loss under autocast (parameters and optimizer state stay float32); fp16 also scales the
+  // loss against gradient underflow and skips steps whose gradients overflow (GradScaler; under DDP the
+  // gradients are averaged first, so every rank skips the same steps); bf16 has float32's range, no scaling.
+  if (c.amp != "off" && c.amp != "fp16" && c.amp != "bf16") {
+    throw ValueError("--amp: unknown mode \"" + c.amp + "\"; choose off, fp16 or bf16");
+  }
+  if (c.amp != "off" && c.parallel == "dp") {
+    throw ValueError("--amp " + c.amp + " with --parallel dp: DataParallel's replica threads do not inherit the "
+                     "autocast scope; use --parallel ddp (or none)");
+  }
+  const bool amp = c.amp != "off";
+  const DType amp_dtype = c.amp == "fp16" ? DType::f16 : DType::bf16;
+  const DeviceType amp_device = model->parameters().empty() ? DeviceType::kCPU : model->parameters()[0].device().type;
+  optim::GradScaler scaler({.enabled = c.amp == "fp16"});
+  if (scaler.is_enabled() && !position.grad_scaler.empty()) scaler.load_state_dict(position.grad_scaler);
 
   // With several processes the model is wrapped (rank 0's weights are copied to all) and gradients are
   // averaged in backward; `trained` is what forward runs through.
@@ -199,10 +223,14 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
       const bool step_ends = after.epoch != epoch || after.batches_consumed % c.accumulate == 0;
       const bool step_begins = after.epoch == epoch ? (after.batches_consumed - 1) % c.accumulate == 0
                                                     : (batches_per_epoch - 1) % c.accumulate == 0;
-      const int64_t len = batch.target.numel();
+      const int64_t len = batch.data.size(0);  // examples in this micro-batch
       if (step_begins) optimizer->zero_grad();
-      Tensor loss = task->loss(trained, batch);
-      Tensor scaled = c.accumulate > 1 ? div(loss, Scalar(static_cast<double>(c.accumulate))) : loss;
+      Tensor loss;
+      {
+        auto autocast_scope = autocast(amp_device, amp_dtype, amp);
+        loss = task->loss(trained, batch);
+      }
+      Tensor scaled = scaler.scale(c.accumulate > 1 ? div(loss, Scalar(static_cast<double>(c.accumulate))) : loss);
       if (ddp && !step_ends) {
         auto local_only = ddp->no_sync();
         scaled.backward();
@@ -220,15 +248,17 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
       summary.samples += len;
       window_samples += len;
       if (!step_ends) continue;
-      optimizer->set_lr(lr_at(c, world, position.step));
-      optimizer->step();
+      optimizer->set_lr(lr_at(c, world, position.step, steps_per_epoch * c.epochs));
+      scaler.step(*optimizer);  // a plain optimizer step unless --amp fp16 found inf/NaN gradients
+      scaler.update();
       ++position.step;
       ++window_steps;
       if (ddp) {
         window_comm += ddp->last_stats().comm_seconds;
         window_exposed += ddp->last_stats().exposed_seconds;
       }
-      if (position.step % c.log_every == 0 || position.step == planned_steps) {
+      const bool evaluate_now = c.eval_every > 0 && position.step % c.eval_every == 0;
+      if (position.step % c.log_every == 0 || position.step == planned_steps || evaluate_now) {
         double window = seconds_since(window_start);
         double rate = window > 0 ? window_samples * world / window : 0;  // all ranks
         double wait_percent = window > 0 ? 100.0 * (loader.data_wait_seconds() - window_wait_start) / window : 0;
@@ -252,11 +282,20 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
                         1e3 * window_comm / std::max<int64_t>(1, window_steps));
           line += comm;
         }
+        if (amp) {
+          char precision[80];
+          if (scaler.is_enabled()) {
+            std::snprintf(precision, sizeof precision, "  amp fp16 scale %g skipped %lld", scaler.get_scale(),
+                          static_cast<long long>(scaler.skipped_steps()));
+          } else {
+            std::snprintf(precision, sizeof precision, "  amp %s", c.amp.c_str());
+          }
+          line += precision;
+        }
         if (rank == 0) {
           const std::string extra = task->progress_fields(*model, rate);
           if (!extra.empty()) line += "  " + extra;
         }
-        const bool evaluate_now = c.eval_every > 0 && position.step % c.eval_every == 0;
         if (evaluate_now) {
           const auto evaluation_start = Clock::now();
           if (rank == 0) line += "  " + task->evaluate(*model).text;
@@ -265,7 +304,10 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
         }
         line += "  ETA " + format_duration(eta) + "\n";
         out << line << std::flush;
-        if (log) log->write({position.step, epoch + 1, loss_value, optimizer->lr(), rate, elapsed, wait_percent});
+        if (log) {
+          log->write({position.step, epoch + 1, loss_value, optimizer->lr(), rate, elapsed, wait_percent,
+                      scaler.is_enabled() ? scaler.get_scale() : 1.0, scaler.skipped_steps()});
+        }
         window_start = Clock::now();
         window_wait_start = loader.data_wait_seconds();
         window_samples = window_steps = 0;
@@ -281,6 +323,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
     position.batch_in_epoch = next.batches_consumed;
     position.rng_seed = default_generator().seed();
     position.rng_offset = default_generator().offset();
+    position.grad_scaler = scaler.state_dict();
     if (!c.checkpoint_dir.empty()) {
       if (rank == 0) {
         save_checkpoint(c.checkpoint_dir, c.model, *model, *optimizer, position, c);

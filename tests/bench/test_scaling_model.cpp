@@ -1,0 +1,274 @@
+// The scaling model (tools/bench/): the ring allreduce cost, the bucket-overlap timeline on a hand-computed
+// example, DDP and DataParallel step predictions term by term, the link fit, the verdict at 8 workers, and the
+// report helpers (medians, spreads, combining repeats, the SVG writer's escaping and range checks).
+#include <doctest/doctest.h>
+
+#include "tests/check_error.h"
+#include "tools/bench/link_fit.h"
+#include "tools/bench/scaling_analysis.h"
+#include "tools/bench/scaling_measure.h"
+#include "tools/bench/scaling_model.h"
+#include "tools/bench/svg_plot.h"
+
+using namespace syncgrad;
+using namespace syncgrad::bench;
+using doctest::Approx;
+
+namespace {
+
+constexpr double kMiB = 1 << 20;
+
+// A link with 10 us latency and 1 GB/s.
+Link test_link() { return {"test", 10e-6, 1e9, "a test"}; }
+
+// Three gradients of 0.6 MiB, final 1, 2 and 3 ms into backward; forward 4 ms, backward 3.5 ms.
+StepProfile test_profile() {
+  StepProfile p;
+  p.batch_per_worker = 32;
+  p.data_seconds = 0.5e-3;
+  p.forward_seconds = 4e-3;
+  p.loss_seconds = 0.1e-3;
+  p.backward_seconds = 3.2e-3;
+  p.ddp_backward_seconds = 3.5e-3;
+  p.optimizer_seconds = 1e-3;
+  p.gradients = {{1e-3, 0, 0.6 * kMiB}, {2e-3, 0, 0.6 * kMiB}, {3e-3, 0, 0.6 * kMiB}};
+  p.parameter_bytes = 1.8 * kMiB;
+  p.input_bytes = 1e5;
+  p.output_bytes = 1e3;
+  p.replica_copy_seconds = 0.2e-3;
+  p.gradient_clone_seconds = 0.25e-3;
+  p.gradient_add_seconds = 0.3e-3;
+  p.output_copy_seconds = 0.01e-3;
+  p.wake_seconds = 0.05e-3;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("ring allreduce: 2(p-1)/p * bytes/beta + 2(p-1) alpha") {
+  const Link link = test_link();
+  CHECK(ring_allreduce_seconds(1e6, 1, link) == 0);
+  CHECK(ring_allreduce_seconds(1e6, 2, link) == Approx(1e-3 + 2 * 10e-6));
+  CHECK(ring_allreduce_seconds(1e6, 4, link) == Approx(1.5e-3 + 6 * 10e-6));
+  // Bandwidth term bounded by 2 bytes/beta however many workers; latency grows linearly.
+  CHECK(ring_allreduce_seconds(1e6, 1024, link) == Approx(2 * 1023.0 / 1024 * 1e-3 + 2046 * 10e-6));
+  CHECK(transfer_seconds(1e6, link) == Approx(1e-3 + 10e-6));
+  testing::check_error<ValueError>([&] { ring_allreduce_seconds(1, 0, link); }, {"worker count", "0"});
+}
+
+TEST_CASE("link presets carry alpha, beta and a source; unknown names are listed") {
+  for (const std::string name : {"pcie4", "nvlink4", "ib-hdr"}) {
+    const Link link = link_preset(name);
+    CHECK(link.alpha_seconds > 0);
+    CHECK(link.beta_bytes_per_second > 1e9);
+    CHECK(!link.source.empty());
+  }
+  CHECK(link_preset("nvlink4").beta_bytes_per_second > link_preset("pcie4").beta_bytes_per_second);
+  testing::check_error<ValueError>([] { link_preset("token-ring"); }, {"token-ring", "pcie4", "nvlink4", "ib-hdr"});
+}
+
+TEST_CASE("buckets: gradients grouped in ready order with the first-bucket cap; ready at their last gradient") {
+  const StepProfile p = test_profile();
+  const auto loads = plan_bucket_loads(p.gradients, 1 * kMiB, 25 * kMiB, 1);
+  REQUIRE(loads.size() == 2);  // 0.6 + 0.6 MiB closes the 1 MiB first bucket; the rest is left over
+  CHECK(loads[0].bytes == Approx(1.2 * kMiB));
+  CHECK(loads[0].ready_seconds == Approx(2e-3));
+  CHECK(loads[1].bytes == Approx(0.6 * kMiB));
+  CHECK(loads[1].ready_seconds == Approx(3e-3));
+  const auto scaled = plan_bucket_loads(p.gradients, 0.5 * kMiB, 0.5 * kMiB, 2);
+  REQUIRE(scaled.size() == 3);  // every gradient exceeds 0.5 MiB: one bucket each
+  CHECK(scaled[2].ready_seconds == Approx(6e-3));
+}
+
+TEST_CASE("overlap timeline: a bucket starts when it is ready and the previous allreduce is done") {
+  // Buckets ready at 1, 2 and 3 ms, 1.5 ms each, backward's compute ends at 3 ms:
+  //   b0 1.0 -> 2.5, b1 max(2, 2.5) = 2.5 -> 4.0, b2 max(3, 4) = 4.0 -> 5.5: 2.5 ms exposed.
+  const std::vector<BucketLoad> buckets = {{1e-3, 1}, {2e-3, 1}, {3e-3, 1}};
+  const auto cost = [](double) { return 1.5e-3; };
+  const Timeline on = overlap_timeline(buckets, 3e-3, 0, true, cost);
+  REQUIRE(on.buckets.size() == 3);
+  CHECK(on.buckets[0].start_seconds == Approx(1e-3));
+  CHECK(on.buckets[1].start_seconds == Approx(2.5e-3));
+  CHECK(on.buckets[2].start_seconds == Approx(4e-3));
+  CHECK(on.comm_end_seconds == Approx(5.5e-3));
+  CHECK(on.exposed_seconds() == Approx(2.5e-3));
+  // Without overlap all three start after backward: 3 -> 4.5 -> 6 -> 7.5, 4.5 ms exposed.
+  const Timeline off = overlap_timeline(buckets, 3e-3, 0, false, cost);
+  CHECK(off.buckets[0].start_seconds == Approx(3e-3));
+  CHECK(off.exposed_seconds() == Approx(4.5e-3));
+  // The link is taken until 1.8 ms (the step check): 1.8 -> 3.3 -> 4.8 -> 6.3, 3.3 ms exposed.
+  const Timeline late = overlap_timeline(buckets, 3e-3, 1.8e-3, true, cost);
+  CHECK(late.buckets[0].start_seconds == Approx(1.8e-3));
+  CHECK(late.exposed_seconds() == Approx(3.3e-3));
+  // Cheap buckets are hidden completely.
+  CHECK(overlap_timeline(buckets, 3e-3, 0, true, [](double) { return 0.5e-3; }).exposed_seconds() == Approx(0.5e-3));
+  CHECK(overlap_timeline({}, 3e-3, 0, true, cost).exposed_seconds() == 0);
+}
+
+TEST_CASE("predict_ddp: data + forward + backward (last gradient + tail) + exposed + optimizer") {
+  const StepProfile p = test_profile();
+  const Link link = test_link();
+  DdpSettings settings;
+  settings.step_check = false;
+  const Machine machine{1, true};
+  const StepPrediction one = predict_ddp(p, 1, link, settings, machine);
+  CHECK(one.step_seconds == Approx(0.5e-3 + 4.1e-3 + 3.5e-3 + 1e-3));
+  CHECK(one.exposed_comm_seconds == 0);
+  CHECK(one.samples_per_second == Approx(32 / one.step_seconds));
+  // p = 2: buckets of 1.2 MiB (ready 2 ms) and 0.6 MiB (ready 3 ms); ring cost bytes/beta + 2 alpha.
+  const double c0 = 1.2 * kMiB / 1e9 + 20e-6, c1 = 0.6 * kMiB / 1e9 + 20e-6;
+  const double end = std::max(2e-3 + c0, 3e-3) + c1;
+  const StepPrediction two = predict_ddp(p, 2, link, settings, machine);
+  CHECK(two.exposed_comm_seconds == Approx(end - 3e-3));
+  CHECK(two.comm_seconds == Approx(c0 + c1));
+  CHECK(two.backward_seconds == Approx(3e-3 + 0.5e-3));  // last gradient + the 0.5 ms tail after it
+  CHECK(two.step_seconds == Approx(0.5e-3 + 4.1e-3 + 3.5e-3 + (end - 3e-3) + 1e-3));
+  CHECK(two.samples_per_second == Approx(64 / two.step_seconds));
+  // Half the bytes on the wire (fp16 compression) exposes less; a compute scale stretches the compute.
+  settings.wire_fraction = 0.5;
+  CHECK(predict_ddp(p, 2, link, settings, machine).exposed_comm_seconds < two.exposed_comm_seconds);
+  settings.wire_fraction = 1;
+  const StepPrediction contended = predict_ddp(p, 2, link, settings, Machine{2, true});
+  CHECK(contended.forward_seconds == Approx(2 * 4.1e-3));
+  // The step check's allgather holds the link from the first gradient (1 ms) for (p - 1) messages of 16 bytes:
+  // with 1.5 ms latency the first bucket (ready at 2 ms) waits until 2.5 ms.
+  const Link slow{"slow", 1.5e-3, 1e9, ""};
+  const StepPrediction unchecked = predict_ddp(p, 2, slow, settings, machine);
+  settings.step_check = true;
+  const StepPrediction checked = predict_ddp(p, 2, slow, settings, machine);
+  CHECK(checked.step_seconds - unchecked.step_seconds == Approx(2.5e-3 + 16 / 1e9 - 2e-3));
+  // Buffers (BatchNorm statistics) are broadcast one after another before forward, all exposed.
+  StepProfile with_buffers = p;
+  with_buffers.buffer_bytes = {1e6, 1e3};
+  const StepPrediction broadcasting = predict_ddp(with_buffers, 2, link, settings, machine);
+  const double broadcasts = ring_allreduce_seconds(1e6, 2, link) + ring_allreduce_seconds(1e3, 2, link);
+  const StepPrediction without = predict_ddp(p, 2, link, settings, machine);
+  CHECK(broadcasting.exposed_comm_seconds - without.exposed_comm_seconds == Approx(broadcasts));
+  CHECK(broadcasting.step_seconds - without.step_seconds == Approx(broadcasts));
+  CHECK(predict_ddp(with_buffers, 1, link, settings, machine).exposed_comm_seconds == 0);
+  testing::check_error<ValueError>([&] { predict_ddp(p, 0, link, settings, machine); }, {"worker count"});
+}
+
+TEST_CASE("predict_dp_devices: serial transfers from device 0, parallel compute, reduce onto device 0") {
+  const StepProfile p = test_profile();
+  const Link link = test_link();
+  const Machine machine{1, false};
+  const StepPrediction four = predict_dp_devices(p, 4, link, machine);
+  const double t = 10e-6;  // alpha
+  CHECK(four.replicate_seconds == Approx(3 * (t + 1.8 * kMiB / 1e9)));
+  CHECK(four.scatter_seconds == Approx(3 * (t + 1e5 / 1e9) + 3 * (t + 1e3 / 1e9)));
+  CHECK(four.gather_seconds == Approx(3 * (t + 1e3 / 1e9)));
+  CHECK(four.reduce_seconds == Approx(3 * (t + 1.8 * kMiB / 1e9 + 0.3e-3)));
+  CHECK(four.forward_seconds == Approx(4e-3 + 3 * 0.05e-3 + 4 * 0.1e-3));  // + hand-offs + the loss of 4 chunks
+  CHECK(four.backward_seconds == Approx(3.2e-3 + 3 * 0.05e-3));
+  CHECK(four.data_seconds == 0);  // loader workers hide it
+  CHECK(four.exposed_comm_seconds ==
+        Approx(four.replicate_seconds + four.scatter_seconds + four.gather_seconds + four.reduce_seconds));
+  CHECK(four.step_seconds == Approx(four.forward_seconds + four.backward_seconds + four.exposed_comm_seconds + 1e-3));
+  // One device: nothing to send, the plain step.
+  const StepPrediction one = predict_dp_devices(p, 1, link, machine);
+  CHECK(one.exposed_comm_seconds == 0);
+  CHECK(one.step_seconds == Approx(predict_single(p, machine).step_seconds));
+}
+
+TEST_CASE("predict_dp_threads: this machine's DataParallel, copies on the caller's thread") {
+  const StepProfile p = test_profile();
+  const StepPrediction two = predict_dp_threads(p, 2, Machine{1.25, true});
+  CHECK(two.data_seconds == Approx(2 * 0.5e-3));  // one loader fills both workers' batches
+  CHECK(two.replicate_seconds == Approx(2 * 0.2e-3));
+  CHECK(two.gather_seconds == Approx(2 * 0.01e-3));
+  CHECK(two.scatter_seconds == Approx(2 * 0.01e-3));
+  CHECK(two.reduce_seconds == Approx(0.25e-3 + 0.3e-3));
+  CHECK(two.forward_seconds == Approx(4e-3 * 1.25 + 0.05e-3 + 2 * 0.1e-3));
+  CHECK(two.backward_seconds == Approx(3.2e-3 * 1.25 + 0.05e-3));
+  CHECK(two.optimizer_seconds == Approx(1e-3));  // alone on the caller's thread: no contention
+  CHECK(two.step_seconds == Approx(two.data_seconds + two.forward_seconds + two.backward_seconds +
+                                   two.exposed_comm_seconds + two.optimizer_seconds));
+}
+
+TEST_CASE("fit_link recovers alpha and beta from exact ring times and refuses what it cannot fit") {
+  const Link truth{"truth", 25e-6, 2e9, ""};
+  std::vector<AllreduceSample> samples;
+  for (double bytes : {4096.0, 65536.0, 1048576.0, 16777216.0}) {
+    samples.push_back({bytes, ring_allreduce_seconds(bytes, 2, truth)});
+  }
+  const LinkFit fit = fit_link(samples, 2);
+  CHECK(fit.link.alpha_seconds == Approx(25e-6).epsilon(1e-6));
+  CHECK(fit.link.beta_bytes_per_second == Approx(2e9).epsilon(1e-6));
+  CHECK(fit.worst_relative_error < 1e-9);
+  testing::check_error<ValueError>([&] { fit_link(samples, 1); }, {">= 2 workers"});
+  testing::check_error<ValueError>([&] { fit_link({samples[0]}, 2); }, {">= 2 allreduce sizes"});
+  testing::check_error<ValueError>([] { fit_link({{1e3, 2e-3}, {1e6, 1e-3}}, 2); }, {"do not grow"});
+}
+
+TEST_CASE("medians, spreads and combining repeats") {
+  CHECK(median({3, 1, 2}) == 2);
+  CHECK(median({4, 1, 2, 3}) == 2.5);
+  CHECK(relative_spread({1, 1, 1, 1}) == 0);
+  CHECK(relative_spread({1, 2, 3, 4, 5}) == Approx((4.0 - 2.0) / 2 / 3));
+  RunResult a, b, c;
+  for (RunResult* r : {&a, &b, &c}) r->steps = {StepRecord{.forward = 1, .step = 2}};
+  a.samples_per_second = 90, b.samples_per_second = 100, c.samples_per_second = 110;
+  a.peak_bytes = {5}, b.peak_bytes = {7}, c.peak_bytes = {6};
+  const RunResult combined = combine_repeats({a, b, c});
+  CHECK(combined.samples_per_second == 100);  // the median run
+  CHECK(combined.noise == Approx(0.1));       // (110 - 90) / 2 / 100
+  CHECK(combined.peak_bytes.front() == 7);    // the largest
+  CHECK(combined.steps.size() == 3);
+  CHECK(combined.split.forward == 1);
+  testing::check_error<ValueError>([] { combine_repeats({}); }, {"no runs"});
+}
+
+TEST_CASE("render_svg: escaped text, one polyline per line series, refused ranges") {
+  PlotSpec spec;
+  spec.title = "a <b> & c";
+  spec.x_max = 8, spec.y_max = 8;
+  spec.series.push_back({"ideal", {{1, 1}, {8, 8}}, "#000", true, true, ""});
+  spec.series.push_back({"points", {{2, 1.5}, {100, 1}}, "#f00", false, false, "circle"});
+  const std::string svg = render_svg(spec);
+  CHECK(svg.find("a &lt;b&gt; &amp; c") != std::string::npos);
+  CHECK(svg.find("stroke-dasharray") != std::string::npos);
+  CHECK(svg.rfind("</svg>") != std::string::npos);
+  size_t circles = 0;
+  for (size_t at = svg.find("<circle"); at != std::string::npos; at = svg.find("<circle", at + 1)) ++circles;
+  CHECK(circles == 2);  // the point inside the range and the legend's marker; (100, 1) is outside
+  spec.y_min = 0;
+  testing::check_error<ValueError>([&] { render_svg(spec); }, {"y range", "log"});
+}
+
+TEST_CASE("a link with a split size: its own alpha and beta above it, fitted from each side's samples") {
+  Link link = test_link();
+  link.split_bytes = 1 << 20;
+  link.large_alpha_seconds = 100e-6;
+  link.large_beta_bytes_per_second = 0.5e9;
+  CHECK(ring_allreduce_seconds(1 << 20, 2, link) == Approx((1 << 20) / 1e9 + 2 * 10e-6));     // up to: small
+  CHECK(ring_allreduce_seconds(2 << 20, 2, link) == Approx((2 << 20) / 0.5e9 + 2 * 100e-6));  // above: large
+  std::vector<AllreduceSample> samples;
+  for (double bytes : {4096.0, 262144.0, 1048576.0, 4194304.0, 16777216.0}) {
+    samples.push_back({bytes, ring_allreduce_seconds(bytes, 2, link)});
+  }
+  const LinkFit fit = fit_link(samples, 2, 1 << 20);
+  CHECK(fit.link.split_bytes == 1 << 20);
+  CHECK(fit.link.alpha_seconds == Approx(10e-6).epsilon(1e-6));
+  CHECK(fit.link.beta_bytes_per_second == Approx(1e9).epsilon(1e-6));
+  CHECK(fit.link.large_alpha_seconds == Approx(100e-6).epsilon(1e-6));
+  CHECK(fit.link.large_beta_bytes_per_second == Approx(0.5e9).epsilon(1e-6));
+  // One sample above the split is too few for its own pair.
+  testing::check_error<ValueError>(
+      [&] {
+        fit_link({samples[0], samples[1], samples[3]}, 2, 1 << 20);
+      },
+      {">= 2 allreduce sizes"});
+}
+
+TEST_CASE("the verdict at 8 workers: DP under 3x and DDP at >= 80% efficiency") {
+  PredictedCurve curve;
+  CHECK(verdict_at_8(curve) == "no prediction at 8 workers");
+  curve.points.push_back({.workers = 8, .dp_speedup = 2.5, .ddp_speedup = 7.0});
+  CHECK(verdict_at_8(curve).find("the claim holds") != std::string::npos);
+  curve.points[0].dp_speedup = 3.5;
+  CHECK(verdict_at_8(curve).find("not under 3x") != std::string::npos);
+  CHECK(verdict_at_8(curve).find("does not hold") != std::string::npos);
+  curve.points[0] = {.workers = 8, .dp_speedup = 2.5, .ddp_speedup = 6.0};  // 75%
+  CHECK(verdict_at_8(curve).find("not near linear") != std::string::npos);
+}

@@ -1,0 +1,88 @@
+// The scaling model: predicts the step time of DistributedDataParallel and DataParallel for p workers from a
+// one-worker StepProfile measured here and a Link (fitted to this machine's allreduce, or a preset).
+//   DDP: every worker computes its step; bucket i's ring allreduce starts when backward has produced all of
+//        its gradients and bucket i-1's allreduce is done; only what is left after backward is exposed. Before
+//        forward, rank 0's buffers (BatchNorm statistics) are broadcast one after another, all exposed.
+//   DP:  one driver replicates the parameters, scatters the batch, the replicas compute in parallel, outputs
+//        are gathered and the loss computed on the first device, gradients reduced onto it, the optimizer
+//        steps there -- all but the parallel regions serial.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "tools/bench/link.h"
+#include "tools/bench/step_profile.h"
+
+namespace syncgrad::bench {
+
+struct DdpSettings {
+  double first_bucket_bytes = 1 << 20;
+  double bucket_bytes = 25 << 20;
+  bool overlap = true;
+  double wire_fraction = 1;  // bytes sent per gradient byte (0.5 with fp16/bf16 compression)
+  bool step_check = true;    // the per-step agreement allgather sent ahead of the first bucket
+};
+
+// How the profile's times carry over to the predicted workers.
+struct Machine {
+  // Multiplies every compute time: this machine's slowdown when p workers share its cores, or for a preset
+  // the speed of the predicted device relative to the core the profile was measured on.
+  double compute_scale = 1;
+  // false: loader workers hide batch loading (the data time is left out).
+  bool data_wait = true;
+};
+
+// step = data + forward + backward + exposed_comm + optimizer.
+struct StepPrediction {
+  double step_seconds = 0;
+  double data_seconds = 0;
+  double forward_seconds = 0;       // forward and loss (DP: the parallel region, host hand-off, loss on device 0)
+  double backward_seconds = 0;      // compute only
+  double exposed_comm_seconds = 0;  // DDP: what backward waits for at its end; DP: all of its communication
+  double comm_seconds = 0;          // time the link is busy (DDP: sum over buckets)
+  double optimizer_seconds = 0;
+  double replicate_seconds = 0, scatter_seconds = 0, gather_seconds = 0, reduce_seconds = 0;  // DP's exposed_comm
+  double samples_per_second = 0;
+};
+
+struct BucketLoad {
+  double ready_seconds = 0;  // when backward has produced all of the bucket
+  double bytes = 0;
+};
+
+struct BucketTiming {
+  double ready_seconds = 0, start_seconds = 0, end_seconds = 0;
+};
+
+struct Timeline {
+  std::vector<BucketTiming> buckets;
+  double compute_end_seconds = 0;  // the last gradient
+  double comm_end_seconds = 0;     // the last allreduce (compute_end when there are no buckets)
+  double exposed_seconds() const;  // max(0, comm_end - compute_end)
+};
+
+// DDP's buckets (distributed/plan_buckets over the gradients in ready order), each ready at its last
+// gradient's time times `time_scale`.
+std::vector<BucketLoad> plan_bucket_loads(const std::vector<GradientReady>& gradients, double first_bucket_bytes,
+                                          double bucket_bytes, double time_scale);
+
+// Bucket i starts at max(ready_i, end_{i-1}) -- with overlap off, at max(compute_end, end_{i-1}) -- and takes
+// cost(bytes); the first cannot start before comm_available.
+Timeline overlap_timeline(const std::vector<BucketLoad>& buckets, double compute_end, double comm_available,
+                          bool overlap, const std::function<double(double)>& cost);
+
+// One worker without any wrapper.
+StepPrediction predict_single(const StepProfile& profile, const Machine& machine);
+// DistributedDataParallel with p workers (one per device or process) over `link`.
+StepPrediction predict_ddp(const StepProfile& profile, int p, const Link& link, const DdpSettings& settings,
+                           const Machine& machine);
+// This machine's DataParallel: replicas on p threads sharing memory, so replicate/gather/reduce are memory
+// copies on the caller's thread (the profile's replica_copy/output_copy/gradient_* times), the input chunks
+// are views, and the caller runs replica 0, the loss on the whole batch and the optimizer alone.
+StepPrediction predict_dp_threads(const StepProfile& profile, int p, const Machine& machine);
+// DataParallel over p devices behind `link`: device 0 sends the parameters and each input chunk to the
+// others one after another, receives their outputs and gradients the same way and sums the gradients.
+StepPrediction predict_dp_devices(const StepProfile& profile, int p, const Link& link, const Machine& machine);
+
+}  // namespace syncgrad::bench

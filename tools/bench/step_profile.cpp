@@ -1,0 +1,20 @@
+// StepProfile's derived figures.
+#include "tools/bench/step_profile.h"
+
+#include <algorithm>
+
+namespace syncgrad::bench {
+
+double StepProfile::gradient_bytes() const {
+  double total = 0;
+  for (const GradientReady& g : gradients) total += g.bytes;
+  return total;
+}
+
+double StepProfile::last_ready_seconds() const {
+  double last = 0;
+  for (const GradientReady& g : gradients) last = std::max(last, g.ready_seconds);
+  return last;
+}
+
+}  // namespace syncgrad::bench

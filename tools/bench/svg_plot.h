@@ -1,0 +1,31 @@
+// A small SVG line-and-marker plot writer (log2 or linear axes, a legend), enough for speedup curves.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace syncgrad::bench {
+
+struct Series {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y)
+  std::string color = "#000000";
+  bool line = true;  // join the points
+  bool dashed = false;
+  std::string marker;  // "", "circle" or "square"
+};
+
+struct PlotSpec {
+  std::string title, x_label, y_label;
+  double x_min = 1, x_max = 2, y_min = 1, y_max = 2;
+  bool log2_x = true, log2_y = true;
+  std::vector<Series> series;
+};
+
+// The plot as an SVG document. ValueError for an empty or non-positive log range.
+std::string render_svg(const PlotSpec& spec);
+// render_svg written to `path`; IOError naming the path when that fails.
+void write_svg(const std::string& path, const PlotSpec& spec);
+
+}  // namespace syncgrad::bench
