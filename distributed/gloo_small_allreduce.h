@@ -21,8 +21,10 @@ namespace syncgrad::distributed {
 
 class GlooSmallAllreduce {
  public:
-  // Messages up to this many bytes take this path; larger ones use Gloo's (asynchronous) options API.
-  static constexpr size_t kMaxBytes = 1u << 20;
+  // Messages up to this many bytes take this path; larger ones use Gloo's (asynchronous) options API. Up to 8 MiB
+  // the synchronous ring is faster (4 MiB: 2.9 ms vs 4.0 ms, and a 1.03 MiB DDP bucket no longer falls off a
+  // 3.6 ms step); at 16 MiB and above the two are equal (docs/BENCHMARKS.md, 2026-11-29).
+  static constexpr size_t kMaxBytes = 8u << 20;
 
   // `context` must be fully connected and no other code may use it (its pairs are switched to sync mode).
   explicit GlooSmallAllreduce(std::shared_ptr<gloo::Context> context);
