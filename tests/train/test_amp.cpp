@@ -19,37 +19,14 @@
 #include "syncgrad.h"
 #include "tensor/io/safetensors.h"
 #include "tools/train/trainer.h"
+#include "tests/train/train_test_support.h"
 
 using namespace syncgrad;
 using syncgrad::train::TrainConfig;
+using syncgrad::train_test::run;
+using syncgrad::train_test::temp_dir;
 
 namespace {
-
-bool have_data() {
-  return std::filesystem::exists(data::default_fashion_mnist_dir() + "/train-images-idx3-ubyte.gz") ||
-         std::filesystem::exists(data::default_fashion_mnist_dir() + "/train-images-idx3-ubyte");
-}
-
-#define REQUIRE_DATA()                                                                                 \
-  if (!have_data()) {                                                                                  \
-    MESSAGE("skipped: Fashion-MNIST not found at " << data::default_fashion_mnist_dir()                \
-                                                   << " (install Debian's dataset-fashion-mnist)");   \
-    return;                                                                                            \
-  }
-
-std::string temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("syncgrad-amp-test-" + std::to_string(getpid()) + "-" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-train::TrainSummary run(const TrainConfig& c, std::string* output = nullptr) {
-  std::ostringstream out;
-  train::TrainSummary s = train::run_training(c, out);
-  if (output != nullptr) *output = out.str();
-  return s;
-}
 
 // Mean test accuracy after one epoch over `seeds`, per --amp mode, with each run's figure in the test log.
 std::map<std::string, double> mean_accuracy(const std::string& model, int seeds) {
