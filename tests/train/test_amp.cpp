@@ -25,6 +25,7 @@ using namespace syncgrad;
 using syncgrad::train::TrainConfig;
 using syncgrad::train_test::run;
 using syncgrad::train_test::temp_dir;
+using syncgrad::train_test::weights_of;
 
 namespace {
 
@@ -43,15 +44,6 @@ std::map<std::string, double> mean_accuracy(const std::string& model, int seeds)
     }
   }
   return mean;
-}
-
-std::vector<float> weights_of(const std::string& dir) {
-  std::vector<float> all;
-  for (const auto& [name, t] : io::load_safetensors(dir + "/model.safetensors").tensors) {
-    auto v = to_vector<float>(t);
-    all.insert(all.end(), v.begin(), v.end());
-  }
-  return all;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Shared by the in-process trainer suites (test_trainer.cpp, test_amp.cpp): whether Fashion-MNIST is installed
-// (REQUIRE_DATA skips a case visibly without it), a fresh temporary directory per case, and one training run
-// with its console output captured.
+// (REQUIRE_DATA skips a case visibly without it), a fresh temporary directory per case, one training run with
+// its console output captured, and the weights a run saved.
 #pragma once
 
 #include <unistd.h>
@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "data/fashion_mnist.h"
+#include "tensor/io/safetensors.h"
 #include "tools/train/trainer.h"
 
 namespace syncgrad::train_test {
@@ -40,6 +42,16 @@ inline train::TrainSummary run(const train::TrainConfig& c, std::string* output 
   train::TrainSummary s = train::run_training(c, out);
   if (output != nullptr) *output = out.str();
   return s;
+}
+
+// Every tensor of DIR/model.safetensors, flattened in key order.
+inline std::vector<float> weights_of(const std::string& dir) {
+  std::vector<float> all;
+  for (const auto& [name, t] : io::load_safetensors(dir + "/model.safetensors").tensors) {
+    auto v = to_vector<float>(t);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
 }
 
 }  // namespace syncgrad::train_test
