@@ -23,6 +23,7 @@
 #include "tensor/cpu/bf16_kernels.h"
 #include "tensor/cpu/bf16_pack.h"
 #include "tensor/cpu/half_convert.h"
+#include "tensor/cpu/transpose_tiles.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")

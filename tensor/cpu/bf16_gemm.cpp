@@ -15,6 +15,7 @@
 #include "tensor/cpu/bf16_kernels.h"
 #include "tensor/cpu/bf16_pack.h"
 #include "tensor/cpu/half_convert.h"
+#include "tensor/cpu/transpose_tiles.h"
 #include "tensor/threads.h"
 
 #pragma GCC push_options

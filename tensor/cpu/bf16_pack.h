@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "tensor/cpu/conv_im2col.h"
+#include "tensor/cpu/transpose_tiles.h"
 
 namespace syncgrad::cpu::bf16 {
 

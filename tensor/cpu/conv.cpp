@@ -20,6 +20,7 @@
 #include "tensor/cpu/conv_implicit.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/cpu/winograd.h"
+#include "tensor/cpu/transpose_tiles.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"

@@ -18,6 +18,7 @@
 
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/conv_im2col.h"
+#include "tensor/cpu/transpose_tiles.h"
 
 namespace syncgrad::cpu::implicit_conv {
 

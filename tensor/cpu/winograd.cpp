@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tensor/cpu/conv_gemm.h"
+#include "tensor/cpu/transpose_tiles.h"
 #include "tensor/cpu/winograd_tiles.h"
 
 namespace syncgrad::cpu::winograd {

@@ -1,6 +1,7 @@
 // The blocked float32 GEMM path of the CPU matmul kernels (tensor/cpu/gemm_tiled.h): shapes that take it
-// (N a multiple of 16; rows not a multiple of the tile; inner dimensions beyond one depth block), operands
-// transposed or not, addmm's accumulation, against the float64 product.
+// (N a multiple of 16; rows not a multiple of the tile; inner dimensions beyond one depth block; a transposed b
+// through C^T = b^T a^T with rows padded to whole vectors), operands transposed or not, addmm's accumulation,
+// against the float64 product.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -26,9 +27,11 @@ TEST_CASE("float32 mm/addmm on linear-layer shapes equals the float64 product") 
   struct Case {
     int64_t m, k, n;
   };
-  // Transposed b takes the path from 512 rows on (it is copied row-major first), row-major b from 16.
+  // Row-major b takes the path from 16 rows; a transposed b below 512 rows goes through C^T (any N >= 16), from
+  // 512 rows on it is copied row-major first.
   for (Case c : {Case{37, 130, 48}, Case{200, 600, 80}, Case{16, 16, 16}, Case{250, 1100, 64}, Case{7, 40, 32},
-                 Case{64, 64, 50}, Case{600, 130, 48}, Case{515, 40, 96}}) {
+                 Case{64, 64, 50}, Case{600, 130, 48}, Case{515, 40, 96}, Case{64, 784, 256},
+                 Case{100, 300, 20}, Case{17, 16, 10}}) {
     for (bool a_transposed : {false, true}) {
       for (bool b_transposed : {false, true}) {
         INFO("m=" << c.m << " k=" << c.k << " n=" << c.n << " a^T " << a_transposed << " b^T " << b_transposed);
