@@ -2,10 +2,11 @@
 // where they differ.
 #include "distributed/ddp_consistency.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "distributed/errors.h"
-#include "tensor/ops/factories.h"
+#include "distributed/host_values.h"
 
 namespace syncgrad::distributed {
 
@@ -17,28 +18,25 @@ int64_t fingerprint(const std::string& text) {
   return static_cast<int64_t>(hash);
 }
 
-std::vector<int64_t> allgather_i64(ProcessGroup& group, int64_t value) {
-  Tensor input = full({1}, Scalar(value), TensorOptions{DType::i64});
-  std::vector<Tensor> outputs;
-  for (int r = 0; r < group.size(); ++r) outputs.push_back(zeros({1}, TensorOptions{DType::i64}));
-  group.allgather(outputs, input)->wait();
+std::vector<int64_t> allgather_one(ProcessGroup& group, int64_t value) {
   std::vector<int64_t> values;
-  for (const Tensor& t : outputs) values.push_back(t.data_ptr<int64_t>()[0]);
+  for (const std::vector<int64_t>& rank_values : PendingValues::allgather(group, {value}).wait()) {
+    values.push_back(rank_values[0]);
+  }
   return values;
 }
 
+// Every rank's text, sent as bytes packed into int64 words.
 std::vector<std::string> allgather_text(ProcessGroup& group, const std::string& text) {
-  const auto lengths = allgather_i64(group, static_cast<int64_t>(text.size()));
+  const auto lengths = allgather_one(group, static_cast<int64_t>(text.size()));
   int64_t longest = 0;
   for (int64_t n : lengths) longest = std::max(longest, n);
-  Tensor input = zeros({longest}, TensorOptions{DType::u8});
-  std::memcpy(input.data_ptr(), text.data(), text.size());
-  std::vector<Tensor> outputs;
-  for (int r = 0; r < group.size(); ++r) outputs.push_back(zeros({longest}, TensorOptions{DType::u8}));
-  group.allgather(outputs, input)->wait();
+  std::vector<int64_t> words(static_cast<size_t>((longest + 7) / 8), 0);
+  std::memcpy(words.data(), text.data(), text.size());
+  const auto gathered = PendingValues::allgather(group, words).wait();
   std::vector<std::string> texts;
   for (int r = 0; r < group.size(); ++r) {
-    texts.emplace_back(static_cast<const char*>(outputs[r].data_ptr()), static_cast<size_t>(lengths[r]));
+    texts.emplace_back(reinterpret_cast<const char*>(gathered[r].data()), static_cast<size_t>(lengths[r]));
   }
   return texts;
 }
@@ -60,7 +58,7 @@ std::vector<std::string> split_lines(const std::string& text) {
 void check_same_on_all_ranks(ProcessGroup& group, const std::vector<std::string>& entries, const std::string& what) {
   std::string joined;
   for (const std::string& e : entries) joined += e + "\n";
-  const auto prints = allgather_i64(group, fingerprint(joined));
+  const auto prints = allgather_one(group, fingerprint(joined));
   bool same = true;
   for (int64_t p : prints) same = same && p == prints[0];
   if (same) return;

@@ -41,6 +41,8 @@ class ProcessGroup {
   std::chrono::milliseconds timeout() const { return options_.timeout; }
   const ProcessGroupOptions& options() const { return options_; }
   virtual std::string backend_name() const = 0;
+  // Where this group's collectives take their tensors: the host for Gloo, this rank's CUDA device for NCCL.
+  virtual Device tensor_device() const { return kCPU; }
 
   // In place: every rank's `tensor` becomes the reduction over ranks (kAvg divides by size()).
   virtual std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::kSum) = 0;

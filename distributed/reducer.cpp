@@ -152,18 +152,15 @@ void Reducer::finish_backward() {
   // From here on backward only waits: for the step check (the other ranks reaching this backward) and the buckets.
   const auto wait_start = std::chrono::steady_clock::now();
   verify_step_check();
-  Tensor used_map;
-  std::shared_ptr<Work> used_work;
+  std::optional<PendingValues> used_anywhere;
   if (options_.find_unused_parameters) {
-    used_map = empty({static_cast<int64_t>(params_.size())}, TensorOptions{DType::i32});
-    auto* flags = used_map.data_ptr<int32_t>();
-    for (size_t i = 0; i < params_.size(); ++i) flags[i] = used_[i];
-    used_work = group_->allreduce(used_map, ReduceOp::kMax);
+    used_anywhere = PendingValues::allreduce(*group_, std::vector<int64_t>(used_.begin(), used_.end()), ReduceOp::kMax);
   }
   stats_ = DDPStats{};
+  std::vector<int64_t> used_flags;
   try {
     for (Bucket& bucket : buckets_) bucket.work->wait();
-    if (used_work) used_work->wait();
+    if (used_anywhere) used_flags = used_anywhere->wait()[0];
   } catch (const TimeoutError& e) {
     throw TimeoutError("DistributedDataParallel step " + std::to_string(iteration_) + ": " + e.what() +
                        ". If a rank ran fewer steps, give every rank the same number of batches "
@@ -180,10 +177,7 @@ void Reducer::finish_backward() {
   stats_.buckets = buckets_.size();
 
   std::vector<char> globally_used(params_.size(), 1);
-  if (used_work) {
-    const auto* flags = used_map.data_ptr<int32_t>();
-    for (size_t i = 0; i < params_.size(); ++i) globally_used[i] = flags[i] != 0;
-  }
+  for (size_t i = 0; i < used_flags.size(); ++i) globally_used[i] = used_flags[i] != 0;
   write_back(globally_used);
   ++iteration_;
   if (!rebuilt_) rebuild_in_ready_order();
@@ -226,21 +220,18 @@ int64_t Reducer::plan_fingerprint() const {
 }
 
 void Reducer::launch_step_check() {
-  step_check_work_.reset();
+  step_check_.reset();
   if (!options_.check_step_agreement || group_->size() == 1) return;
-  if (!step_check_input_.defined()) {
-    step_check_input_ = empty({2}, TensorOptions{DType::i64});
-    for (int r = 0; r < group_->size(); ++r) step_check_outputs_.push_back(empty({2}, TensorOptions{DType::i64}));
-  }
-  step_check_input_.data_ptr<int64_t>()[0] = forwards_;
-  step_check_input_.data_ptr<int64_t>()[1] = plan_fingerprint();
-  step_check_work_ = group_->allgather(step_check_outputs_, step_check_input_);
+  step_check_mine_ = {forwards_, plan_fingerprint()};
+  step_check_ = PendingValues::allgather(*group_, step_check_mine_);
 }
 
 void Reducer::verify_step_check() {
-  if (!step_check_work_) return;
+  if (!step_check_) return;
+  std::vector<std::vector<int64_t>> all;
   try {
-    step_check_work_->wait();
+    all = step_check_->wait();
+    step_check_.reset();
   } catch (const TimeoutError& e) {
     throw TimeoutError("DistributedDataParallel step " + std::to_string(iteration_) + " on rank " +
                        std::to_string(group_->rank()) + ": the other ranks did not reach this backward (" + e.what() +
@@ -250,11 +241,11 @@ void Reducer::verify_step_check() {
                     ". If that rank finished normally it ran fewer steps than this one: give every rank the same "
                     "number of batches (DistributedSampler pads the shards to equal length)");
   }
-  const int64_t* mine = step_check_input_.data_ptr<int64_t>();
-  std::string steps, plans;
+  const std::vector<int64_t>& mine = step_check_mine_;
+  std::string steps;
   bool same_step = true, same_plan = true;
   for (int r = 0; r < group_->size(); ++r) {
-    const int64_t* theirs = step_check_outputs_[r].data_ptr<int64_t>();
+    const std::vector<int64_t>& theirs = all[r];
     same_step = same_step && theirs[0] == mine[0];
     same_plan = same_plan && theirs[1] == mine[1];
     steps += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + " after " + std::to_string(theirs[0]);
@@ -283,10 +274,9 @@ void Reducer::rebuild_in_ready_order() {
   for (size_t i = params_.size(); i-- > 0;) {
     if (!seen[i]) order.push_back(i);
   }
-  Tensor shared = empty({static_cast<int64_t>(order.size())}, TensorOptions{DType::i64});
-  for (size_t i = 0; i < order.size(); ++i) shared.data_ptr<int64_t>()[i] = static_cast<int64_t>(order[i]);
-  group_->broadcast(shared, 0)->wait();
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<size_t>(shared.data_ptr<int64_t>()[i]);
+  const std::vector<int64_t> shared =
+      PendingValues::broadcast(*group_, std::vector<int64_t>(order.begin(), order.end()), 0).wait()[0];
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<size_t>(shared[i]);
   std::vector<Tensor> old_views(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) old_views[i] = view_of(i);
   build_buckets(order);

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "distributed/comm_hook.h"
+#include "distributed/host_values.h"
 #include "distributed/process_group.h"
 #include "tensor/tensor.h"
 
@@ -101,9 +103,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<size_t> ready_order_;
   DDPStats stats_;
   int64_t forwards_ = 0;
-  Tensor step_check_input_;                  // (2) i64: [training forwards so far, bucket plan fingerprint]
-  std::vector<Tensor> step_check_outputs_;   // one (2) per rank
-  std::shared_ptr<Work> step_check_work_;
+  std::vector<int64_t> step_check_mine_;      // [training forwards so far, bucket plan fingerprint]
+  std::optional<PendingValues> step_check_;  // every rank's step_check_mine_, gathered during forward
 };
 
 }  // namespace syncgrad::distributed

@@ -28,10 +28,13 @@
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
 #include "tests/check_error.h"
+#include "tests/nccl_ranks.h"
 
 using namespace syncgrad;
 using namespace syncgrad::distributed;
 using syncgrad::testing::check_error;
+using syncgrad::testing::make_rank;
+using syncgrad::testing::run_two_ranks;
 
 namespace {
 
@@ -361,33 +364,6 @@ TEST_CASE("two ranks on one GPU: NCCL refuses, and the error says to give each r
   CHECK((contains(errors[0], "same GPU") || contains(errors[1], "same GPU")));
 }
 
-namespace {
-
-// Runs body(rank) on two threads, rank r on cuda:r, and returns what each threw ("" for nothing).
-std::vector<std::string> run_two_ranks(const std::function<void(int rank)>& body) {
-  std::vector<std::string> errors(2);
-  auto guarded = [&](int rank) {
-    try {
-      body(rank);
-    } catch (const std::exception& e) {
-      errors[rank] = e.what();
-    }
-  };
-  std::thread other(guarded, 1);
-  guarded(0);
-  other.join();
-  return errors;
-}
-
-std::shared_ptr<ProcessGroup> make_rank(const std::shared_ptr<Store>& store, int rank,
-                                        std::chrono::milliseconds timeout = std::chrono::milliseconds{60'000}) {
-  ProcessGroupOptions options;
-  options.device_index = rank;
-  options.timeout = timeout;
-  return make_process_group("nccl", store, rank, 2, options);
-}
-
-}  // namespace
 
 TEST_CASE("world size 2 (two devices, ranks as threads): results combine both ranks like the CPU reduction") {
   if (cuda_device_count() < 2) {

@@ -51,6 +51,10 @@ void add_options(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
   app.add_option("--seed", c.seed, "seed for initialisation, shuffling and random ops")->capture_default_str();
   app.add_option("--threads", c.threads, "intra-op CPU threads")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--device", c.device,
+                 "where to train: cpu, cuda (one GPU per process; under syncgrad-launch rank r of a node takes "
+                 "cuda:LOCAL_RANK) or cuda:N")
+      ->capture_default_str();
   app.add_option("--workers", c.workers, "data-loading worker threads (0: assemble batches in the training thread)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -77,8 +81,10 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--dp-workers", c.dp_workers, "replicas (threads) for --parallel dp")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--backend", c.backend, "process-group backend when WORLD_SIZE > 1: gloo (CPU) or nccl (CUDA)")
-      ->check(CLI::IsMember({"gloo", "nccl"}))
+  app.add_option("--backend", c.backend,
+                 "process-group backend when WORLD_SIZE > 1: auto (nccl with --device cuda, else gloo), gloo (CPU "
+                 "tensors) or nccl (CUDA tensors)")
+      ->check(CLI::IsMember({"auto", "gloo", "nccl"}))
       ->capture_default_str();
   app.add_option("--accumulate", c.accumulate,
                  "micro-batches of --batch-size per optimizer step (gradients are reduced once per step)")
@@ -122,9 +128,10 @@ int main(int argc, char** argv) {
   try {
     syncgrad::train::TrainSummary s = syncgrad::train::run_training(config, std::cout);
     if (s.rank != 0) return 0;  // rank 0 reports for the job
-    std::printf("done: %lld steps in %.1f s, %.0f samples/s, %s, peak tensor memory %.1f MiB, peak RSS %.1f MiB\n",
+    const std::string memory = s.device.is_cpu() ? "peak tensor memory" : "peak " + s.device.str() + " memory";
+    std::printf("done: %lld steps in %.1f s, %.0f samples/s, %s, %s %.1f MiB, peak RSS %.1f MiB\n",
                 static_cast<long long>(s.steps), s.wall_seconds, s.samples_per_second, s.evaluation.text.c_str(),
-                s.peak_tensor_bytes / 1048576.0, s.peak_rss_kib / 1024.0);
+                memory.c_str(), s.peak_tensor_bytes / 1048576.0, s.peak_rss_kib / 1024.0);
     return 0;
   } catch (const syncgrad::Error& e) {
     std::fprintf(stderr, "syncgrad-train: error: %s\n", e.what());

@@ -143,6 +143,7 @@ extern "C" __attribute__((visibility("default"))) void syncgrad_backend_init() {
       cuda::register_norm_kernels();
       cuda::register_pool_kernels();
       cuda::register_conv_kernels();
+      cuda::register_attention_kernels();
       cuda::register_nccl_process_group();
     }
     return b;

@@ -23,6 +23,7 @@ class ProcessGroupNCCL final : public distributed::ProcessGroup {
   ~ProcessGroupNCCL() override;
 
   std::string backend_name() const override { return "nccl"; }
+  Device tensor_device() const override { return {DeviceType::kCUDA, options().device_index}; }
   std::shared_ptr<distributed::Work> allreduce(const Tensor& tensor,
                                                distributed::ReduceOp op = distributed::ReduceOp::kSum) override;
   std::shared_ptr<distributed::Work> broadcast(const Tensor& tensor, int root = 0) override;

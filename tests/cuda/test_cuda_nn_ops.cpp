@@ -193,3 +193,22 @@ TEST_CASE("dropout masks and random factories draw the CPU's numbers from the sa
       },
       tolerance_for(DType::f32));
 }
+
+TEST_CASE("scaled dot-product attention forward and backward, causal or not, match the CPU kernel") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    for (bool causal : {false, true}) {
+      // q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev) with L != S, so the causal mask's alignment shows.
+      const std::vector<Tensor> inputs = {random_values({2, 3, 5, 4}, dtype, 21), random_values({2, 3, 7, 4}, dtype, 22),
+                                          random_values({2, 3, 7, 6}, dtype, 23)};
+      const std::string what = std::string("attention ") + dtype_name(dtype) + (causal ? " causal" : "");
+      check_op(
+          what, inputs,
+          [causal](const std::vector<Tensor>& v) { return raw::scaled_dot_product_attention(v[0], v[1], v[2], causal).out; },
+          Layout::transposed, tolerance_for(dtype));
+      check_grad(
+          what + " gradient", inputs,
+          [causal](const std::vector<Tensor>& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
+          tolerance_for(dtype));
+    }
+  }
+}

@@ -27,9 +27,11 @@ Tensor ClassificationTask::loss(nn::Module& model, const data::Batch& batch) con
 Evaluation ClassificationTask::evaluate(nn::Module& model) const {
   NoGradGuard no_grad;
   model.eval();
+  const Device device = device_of(model);
   data::DataLoader loader(test_, {.batch_size = 1000});
   int64_t correct = 0;
-  for (data::Batch& batch : loader) {
+  for (const data::Batch& host_batch : loader) {
+    const data::Batch batch = on_device(host_batch, device);
     Tensor predicted = argmax(model.forward(batch.data), 1);  // (B)
     correct += raw::sum(eq(predicted, batch.target)).item<int64_t>();
   }

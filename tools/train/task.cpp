@@ -14,6 +14,15 @@ Task::~Task() = default;
 
 std::string Task::progress_fields(nn::Module&, double) const { return {}; }
 
+data::Batch on_device(const data::Batch& batch, Device device) {
+  return {batch.data.to(device, true), batch.target.to(device, true)};
+}
+
+Device device_of(const nn::Module& model) {
+  const std::vector<Tensor> params = model.parameters();
+  return params.empty() ? kCPU : params[0].device();
+}
+
 namespace {
 
 struct DatasetEntry {

@@ -43,6 +43,11 @@ class Task {
   virtual std::string progress_fields(nn::Module& model, double examples_per_second) const;
 };
 
+// The batch's tensors on `device`; from a loader's pinned memory the copies do not block the host.
+data::Batch on_device(const data::Batch& batch, Device device);
+// Where the model's parameters are (the CPU for a model without any): where its batches must go.
+Device device_of(const nn::Module& model);
+
 // The dataset a model trains on by default: "fashion-mnist" for mlp/cnn, "cifar10" for resnet*, "text" for gpt.
 std::string default_dataset_for(const std::string& model);
 // Every model name syncgrad-train accepts, and the datasets.

@@ -72,19 +72,24 @@ class TextTask : public Task {
     validation_ = raw::narrow(tokens, 0, train_tokens, n - train_tokens);
     const int world = distributed::read_launch_env(false).world_size;
     cores_ = c.threads * (c.parallel == "dp" ? c.dp_workers : world);
-    peak_per_core_ = fma_peak_flops_per_core();
+    // MFU is measured against the CPU's FMA peak; a GPU's peak is not measured here, so CUDA runs show none.
+    peak_per_core_ = c.device == "cpu" ? fma_peak_flops_per_core() : 0;
     Generator probe_gen(0);  // counting only: leaves the process generator alone
     models::GPT probe(model_config_, &probe_gen);
     flops_per_token_ = probe.flops_per_token();
     char text[400];
     std::snprintf(text, sizeof text,
                   "%s bytes from %zu file(s) in %s (%s train / %s validation tokens); GPT %s, %.2fM parameters, "
-                  "%.1f MFLOP/token; MFU against a measured FMA peak of %.0f GFLOP/s per core x %d",
+                  "%.1f MFLOP/token",
                   thousands(n).c_str(), corpus.files.size(), path_.c_str(), thousands(train_tokens).c_str(),
                   thousands(n - train_tokens).c_str(), model_config_.to_string().c_str(),
-                  static_cast<double>(probe.num_parameters()) / 1e6, flops_per_token_ / 1e6, peak_per_core_ / 1e9,
-                  cores_);
+                  static_cast<double>(probe.num_parameters()) / 1e6, flops_per_token_ / 1e6);
     description_ = text;
+    if (peak_per_core_ > 0) {
+      std::snprintf(text, sizeof text, "; MFU against a measured FMA peak of %.0f GFLOP/s per core x %d",
+                    peak_per_core_ / 1e9, cores_);
+      description_ += text;
+    }
   }
 
   std::string description() const override { return description_; }
@@ -106,7 +111,8 @@ class TextTask : public Task {
       for (int64_t i = first; i < std::min(count, first + kEvalBatch); ++i) {
         windows.push_back(raw::narrow(validation_, 0, i * available / count * block, block + 1));
       }
-      loss_sum += next_token_loss(model, raw::stack(windows)).item<double>() * static_cast<double>(windows.size());
+      const Tensor batch = raw::stack(windows).to(device_of(model));  // (B, block + 1)
+      loss_sum += next_token_loss(model, batch).item<double>() * static_cast<double>(windows.size());
     }
     model.train();
     const double mean = loss_sum / static_cast<double>(count);

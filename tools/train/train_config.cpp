@@ -16,7 +16,7 @@ std::string TrainConfig::to_json() const {
                       {"comm_hook", comm_hook}, {"find_unused_parameters", find_unused_parameters},
                       {"dataset", dataset}, {"sync_batch_norm", sync_batch_norm}, {"model_config", model_config},
                       {"eval_every", eval_every}, {"amp", amp},
-                      {"lr_schedule", lr_schedule}};
+                      {"lr_schedule", lr_schedule}, {"device", device}};
   return j.dump();
 }
 
@@ -52,6 +52,7 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.eval_every = j.value("eval_every", c.eval_every);
   c.amp = j.value("amp", c.amp);
   c.lr_schedule = j.value("lr_schedule", c.lr_schedule);
+  c.device = j.value("device", c.device);
   return c;
 }
 

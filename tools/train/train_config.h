@@ -20,6 +20,7 @@ struct TrainConfig {
   double weight_decay = 0.0;
   uint64_t seed = 0;
   int threads = 1;
+  std::string device = "cpu";  // cpu | cuda (under syncgrad-launch: cuda:LOCAL_RANK) | cuda:N
   int workers = 2;        // DataLoader worker threads (0: batches are assembled in the training thread)
   std::string checkpoint_dir;
   std::string resume;     // a checkpoint directory or checkpoint file to continue from
@@ -32,7 +33,7 @@ struct TrainConfig {
   // in this process (--batch-size is then split between them); ddp: DistributedDataParallel + DistributedSampler.
   std::string parallel = "auto";
   int dp_workers = 2;
-  std::string backend = "gloo";         // gloo (CPU tensors) | nccl (CUDA tensors)
+  std::string backend = "auto";         // auto (the device's) | gloo (CPU tensors) | nccl (CUDA tensors)
   int accumulate = 1;                   // micro-batches per optimizer step; DDP reduces once per step (no_sync)
   std::string scale_lr = "none";        // none | linear: lr x world size, reached linearly over warmup_steps
   int64_t warmup_steps = 100;           // with --scale-lr linear

@@ -19,6 +19,7 @@
 #include "syncgrad.h"
 #include "tools/train/checkpoint.h"
 #include "tools/train/metrics_log.h"
+#include "tools/train/training_device.h"
 
 namespace syncgrad::train {
 namespace {
@@ -62,7 +63,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vect
 // Joins the job's process group for the length of a multi-process run.
 class GroupMembership {
  public:
-  explicit GroupMembership(const TrainConfig& c) {
+  GroupMembership(const TrainConfig& c, const std::string& backend, Device device) {
     const bool launched = distributed::read_launch_env(false).world_size > 1;
     if (c.parallel == "dp" && launched) {
       throw ValueError("--parallel dp runs in one process, but WORLD_SIZE > 1 says this is one of several; run it "
@@ -74,7 +75,8 @@ class GroupMembership {
     }
     if (c.parallel != "ddp" && !(c.parallel == "auto" && launched)) return;
     distributed::InitOptions options;
-    options.backend = c.backend;
+    options.backend = backend;
+    if (device.is_cuda()) options.group.device_index = device.index;
     group_ = distributed::init_process_group(options);
   }
   ~GroupMembership() {
@@ -116,7 +118,14 @@ double lr_at(const TrainConfig& c, int world_size, int64_t step, int64_t total_s
 TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   set_num_threads(c.threads);
   distributed::make_comm_hook(c.comm_hook);  // an unknown name fails before any data is read
-  GroupMembership job(c);
+  const Device device = resolve_training_device(c);
+  const std::string backend = resolve_backend(c, device);
+  if (device.is_cuda() && c.parallel == "dp") {
+    throw ValueError("--parallel dp replicates the model over CPU worker threads; with --device " + c.device +
+                     " run one process per GPU instead: syncgrad-launch --nproc-per-node N syncgrad-train "
+                     "--device cuda (DDP)");
+  }
+  GroupMembership job(c, backend, device);
   const int rank = job.rank(), world = job.world_size();
   std::ostream silent(nullptr);
   std::ostream& out = rank == 0 ? console : silent;
@@ -126,6 +135,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   Generator init_gen(c.seed);
   std::shared_ptr<nn::Module> model = task->make_model(&init_gen);
   if (!c.init_from.empty()) load_weights(c.init_from, *model);
+  model->to(device);
   std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(c, model->parameters());
   manual_seed(c.seed);
 
@@ -181,7 +191,9 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   std::shared_ptr<const data::Dataset> train_data = task->train_data();
   const int64_t n = train_data->size();
   std::shared_ptr<data::DistributedSampler> shard;
-  data::DataLoaderOptions loader_options{.batch_size = c.batch_size, .num_workers = c.workers, .seed = c.seed};
+  // For a CUDA device batches are collated into pinned memory and copied while the previous step still runs.
+  data::DataLoaderOptions loader_options{
+      .batch_size = c.batch_size, .num_workers = c.workers, .pin_memory = device.is_cuda(), .seed = c.seed};
   if (job.group()) {
     shard = std::make_shared<data::DistributedSampler>(n, world, rank, c.shuffle, c.seed);
     loader_options.sampler = shard;
@@ -196,9 +208,11 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
                                                 : steps_per_epoch * c.epochs;
   out << "training " << c.model << " on " << task->description() << ", " << c.epochs << " epoch(s), batch "
       << c.batch_size << (c.accumulate > 1 ? " x " + std::to_string(c.accumulate) + " accumulated" : "") << ", "
-      << c.optimizer << " lr " << c.lr << ", " << c.threads << " thread(s), " << c.workers << " data worker(s)";
+      << c.optimizer << " lr " << c.lr << ", "
+      << (device.is_cpu() ? std::to_string(c.threads) + " thread(s)" : device.str()) << ", " << c.workers
+      << " data worker(s)";
   if (ddp) {
-    out << ", " << world << " processes (DDP over " << c.backend << ", buckets " << c.bucket_cap_mb << " MiB, "
+    out << ", " << world << " processes (DDP over " << backend << ", buckets " << c.bucket_cap_mb << " MiB, "
         << c.comm_hook << (c.scale_lr == "linear" ? ", lr x " + std::to_string(world) + " after warm-up" : "")
         << ")";
   }
@@ -208,7 +222,8 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   TrainSummary summary;
   summary.rank = rank;
   summary.world_size = world;
-  cpu_allocator().reset_peak();
+  Allocator& tensor_memory = device.is_cpu() ? cpu_allocator() : device_backend(device.type)->allocator(device.index);
+  tensor_memory.reset_peak();
   auto start = Clock::now();
   auto window_start = start;
   double window_wait_start = 0, window_comm = 0, window_exposed = 0;
@@ -217,7 +232,8 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   bool stop = c.max_steps > 0 && position.step >= c.max_steps;
   for (int epoch = position.epoch; epoch < c.epochs && !stop; ++epoch) {
     if (shard) shard->set_epoch(epoch);
-    for (data::Batch& batch : loader) {
+    for (data::Batch& host_batch : loader) {
+      const data::Batch batch = device.is_cpu() ? host_batch : on_device(host_batch, device);
       // A step ends after `accumulate` micro-batches or at the end of the epoch.
       const data::LoaderState after = loader.state();
       const bool step_ends = after.epoch != epoch || after.batches_consumed % c.accumulate == 0;
@@ -337,7 +353,8 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   summary.samples_per_second = summary.wall_seconds > 0 ? summary.samples * world / summary.wall_seconds : 0;
   if (rank == 0) summary.evaluation = task->evaluate(*model);
   job.barrier();
-  summary.peak_tensor_bytes = cpu_allocator().stats().peak_allocated_bytes;
+  summary.peak_tensor_bytes = tensor_memory.stats().peak_allocated_bytes;
+  summary.device = device;
   summary.peak_rss_kib = peak_rss_kib();
   return summary;
 }

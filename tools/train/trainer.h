@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <iosfwd>
 
+#include "tensor/device.h"
 #include "tensor/errors.h"
 
 #include "tools/train/task.h"
@@ -20,7 +21,8 @@ struct TrainSummary {
   double wall_seconds = 0;
   double samples_per_second = 0;  // examples of all ranks per second
   Evaluation evaluation;          // the task's held-out metric after training (rank 0 only)
-  size_t peak_tensor_bytes = 0;   // caching allocator's high-water mark
+  size_t peak_tensor_bytes = 0;   // the training device's caching allocator: high-water mark
+  Device device;                  // where the run trained
   long peak_rss_kib = 0;          // VmHWM
   int rank = 0;                   // this process's rank; only rank 0 evaluates and reports
   int world_size = 1;

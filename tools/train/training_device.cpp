@@ -1,0 +1,55 @@
+// --device and --backend for syncgrad-train (see training_device.h).
+#include "tools/train/training_device.h"
+
+#include "distributed/launch_env.h"
+#include "tensor/backend.h"
+#include "tensor/errors.h"
+
+namespace syncgrad::train {
+
+Device resolve_training_device(const TrainConfig& c) {
+  Device device;
+  try {
+    device = Device::parse(c.device);
+  } catch (const ValueError& e) {
+    throw ValueError("--device: " + std::string(e.what()) + "; use cpu, cuda (one GPU per rank) or cuda:N");
+  }
+  if (device.is_cpu()) return device;
+  const distributed::LaunchEnv env = distributed::read_launch_env(false);
+  const bool explicit_index = c.device.find(':') != std::string::npos;
+  if (explicit_index && env.local_world_size > 1) {
+    throw ValueError("--device " + c.device + " would put all " + std::to_string(env.local_world_size) +
+                     " ranks of this node on one GPU; use --device cuda, and each rank takes cuda:LOCAL_RANK");
+  }
+  if (!explicit_index) device.index = env.local_rank;
+  const int count = cuda_device_count();
+  if (count == 0) {
+    throw DeviceError("--device " + c.device + ": no usable CUDA device (" +
+                      backend_unavailable_reason(DeviceType::kCUDA) + "); train on the CPU with --device cpu");
+  }
+  if (device.index >= count) {
+    throw DeviceError("--device " + c.device + ": this rank needs " + device.str() + " but " +
+                      std::to_string(count) + " CUDA device(s) are visible" +
+                      (explicit_index ? std::string() : " (LOCAL_RANK " + std::to_string(env.local_rank) + ")") +
+                      "; start at most " + std::to_string(count) + " ranks per node, or check CUDA_VISIBLE_DEVICES");
+  }
+  return device;
+}
+
+std::string resolve_backend(const TrainConfig& c, Device device) {
+  if (c.backend == "auto") return device.is_cuda() ? "nccl" : "gloo";
+  if (c.backend == "gloo" && device.is_cuda()) {
+    throw ValueError("--backend gloo reduces CPU tensors, but --device " + c.device + " puts the gradients on " +
+                     device.str() + "; use --backend nccl (the default with a CUDA device)");
+  }
+  if (c.backend == "nccl" && device.is_cpu()) {
+    throw ValueError("--backend nccl reduces CUDA tensors, but this run trains on the CPU; add --device cuda, or "
+                     "use --backend gloo (the default on the CPU)");
+  }
+  if (c.backend != "gloo" && c.backend != "nccl") {
+    throw ValueError("--backend: unknown backend \"" + c.backend + "\"; choose auto, gloo or nccl");
+  }
+  return c.backend;
+}
+
+}  // namespace syncgrad::train
