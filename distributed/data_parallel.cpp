@@ -115,10 +115,11 @@ class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBac
   static constexpr const char* kName = "DataParallelGatherBackward";
 
   DataParallelGatherBackward(std::vector<Tensor> outputs, std::vector<std::vector<Tensor>> replica_params,
-                             std::shared_ptr<DataParallel::Workers> workers, std::shared_ptr<DataParallelStats> stats,
-                             bool memory_tags)
+                             std::vector<Device> devices, std::shared_ptr<DataParallel::Workers> workers,
+                             std::shared_ptr<DataParallelStats> stats, bool memory_tags)
       : outputs_(std::move(outputs)),
         replica_params_(std::move(replica_params)),
+        devices_(std::move(devices)),
         workers_(std::move(workers)),
         stats_(std::move(stats)),
         memory_tags_(memory_tags) {}
@@ -133,7 +134,7 @@ class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBac
     std::vector<Tensor> pieces;
     int64_t offset = 0;
     for (const Tensor& out : outputs_) {
-      pieces.push_back(raw::contiguous(raw::narrow(grad, 0, offset, out.size(0))));
+      pieces.push_back(raw::contiguous(raw::narrow(grad, 0, offset, out.size(0))).to(out.device()));
       offset += out.size(0);
     }
     stats_->scatter_seconds += seconds_since(start);
@@ -151,8 +152,9 @@ class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBac
     autograd::GradList result(count);
     for (size_t p = 0; p < count; ++p) {
       for (int i = 0; i < n; ++i) {
-        const Tensor g = replica_params_[i][p].grad();
-        if (!g.defined()) continue;
+        const Tensor replica_grad = replica_params_[i][p].grad();
+        if (!replica_grad.defined()) continue;
+        const Tensor g = replica_grad.to(devices_[0]);
         result[p] = result[p].defined() ? raw::add(result[p], g) : raw::clone(g);
       }
     }
@@ -163,6 +165,7 @@ class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBac
  private:
   std::vector<Tensor> outputs_;
   std::vector<std::vector<Tensor>> replica_params_;
+  std::vector<Device> devices_;  // replica i's; gradients are summed on devices_[0]
   std::shared_ptr<DataParallel::Workers> workers_;
   std::shared_ptr<DataParallelStats> stats_;
   bool memory_tags_;
@@ -196,11 +199,31 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> module,
     throw ValueError("DataParallel: num_workers must be >= 1, got " + std::to_string(options.num_workers));
   }
   register_module("module", module_);
-  for (int i = 0; i < options.num_workers; ++i) {
+  const std::vector<Tensor> module_params = module_->parameters();
+  const Device home = module_params.empty() ? kCPU : module_params[0].device();
+  if (options.devices.empty()) {
+    devices_.assign(static_cast<size_t>(options.num_workers), home);
+  } else {
+    devices_ = options.devices;
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (devices_[i] == devices_[j]) {
+          throw ValueError("DataParallel: device " + devices_[i].str() + " is listed twice; give each replica its "
+                           "own device");
+        }
+      }
+    }
+    if (home != devices_[0]) {
+      throw DeviceError("DataParallel: the module is on " + home.str() + " but devices[0] is " +
+                        devices_[0].str() + "; move it there first (module->to(devices[0]))");
+    }
+  }
+  for (size_t i = 0; i < devices_.size(); ++i) {
     std::shared_ptr<nn::Module> replica;
     {
       WorkerMemoryTag tag(memory_tags_, i);
       replica = make_replica();
+      if (replica) replica->to(devices_[i]);
     }
     if (!replica) throw ValueError("DataParallel: make_replica returned null");
     std::string mismatch = describe_mismatch(module_->named_parameters(), replica->named_parameters(), "parameters");
@@ -213,7 +236,7 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> module,
     }
     replicas_.push_back(std::move(replica));
   }
-  workers_ = std::make_shared<Workers>(options.num_workers);
+  workers_ = std::make_shared<Workers>(static_cast<int>(devices_.size()));
 }
 
 DataParallel::~DataParallel() = default;
@@ -250,7 +273,7 @@ Tensor DataParallel::forward(const Tensor& input) {
   workers_->run(n, [&](int i) {
     WorkerMemoryTag tag(memory_tags_, i);
     autograd::GradMode::set_enabled(record);  // grad mode is per thread: follow the caller's
-    outputs[i] = replicas_[i]->forward(chunks[i]);
+    outputs[i] = replicas_[i]->forward(chunks[i].to(devices_[i]));
   });
   stats.parallel_forward_seconds = seconds_since(start);
   start = Clock::now();
@@ -262,15 +285,15 @@ Tensor DataParallel::forward(const Tensor& input) {
     for (size_t i = 0; i < buffers.size(); ++i) raw::copy_(buffers[i].second, rb[i].second);
   }
   std::vector<Tensor> detached;
-  for (const Tensor& out : outputs) detached.push_back(out.detach());
+  for (const Tensor& out : outputs) detached.push_back(out.detach().to(devices_[0]));
   Tensor gathered = raw::cat(detached, 0);
   stats.gather_seconds = seconds_since(start);
   std::vector<Tensor> params = module_->parameters();
   if (!autograd::any_requires_grad(params)) return gathered;
   std::vector<std::vector<Tensor>> replica_params;
   for (int i = 0; i < n; ++i) replica_params.push_back(replicas_[i]->parameters());
-  auto node = std::make_shared<DataParallelGatherBackward>(outputs, std::move(replica_params), workers_, stats_,
-                                                           memory_tags_);
+  auto node = std::make_shared<DataParallelGatherBackward>(outputs, std::move(replica_params), devices_, workers_,
+                                                           stats_, memory_tags_);
   autograd::record(node, params, {gathered});
   return gathered;
 }

@@ -16,6 +16,10 @@ namespace syncgrad::distributed {
 
 struct DataParallelOptions {
   int num_workers = 2;  // replicas, one per worker thread (the caller's thread runs replica 0)
+  // One replica per device (PyTorch's device_ids), replacing num_workers; the module must already be on
+  // devices[0], where the output is gathered and the gradients summed. Empty: every replica on the module's
+  // device (CPU worker threads).
+  std::vector<Device> devices;
   // Count what replica i allocates (its parameters, activations and gradients) under memory tag i + 1
   // (tensor/memory_tag.h), so memory_tag_stats(i + 1) is worker i's share; replica 0 shares the caller's thread.
   bool memory_tags = false;
@@ -39,13 +43,15 @@ class DataParallel : public nn::Module {
  public:
   // `make_replica` builds a module with the same structure as `module` (its initial values do not matter:
   // every forward copies `module`'s parameters and buffers in). ValueError when a replica's parameters or
-  // buffers differ from the module's in name or shape, or when num_workers < 1.
+  // buffers differ from the module's in name or shape, when num_workers < 1, when a device repeats, or when
+  // the module is not on devices[0] (DeviceError).
   DataParallel(std::shared_ptr<nn::Module> module, std::function<std::shared_ptr<nn::Module>()> make_replica,
                DataParallelOptions options = {});
   ~DataParallel() override;
 
-  // input (B, ...) is split into min(B, num_workers) chunks along dim 0; returns the outputs concatenated
-  // along dim 0 (B, ...). Gradients reach the module's parameters, not the input.
+  // input (B, ...) is split into min(B, num_workers) chunks along dim 0, chunk i copied to replica i's device;
+  // returns the outputs concatenated along dim 0 (B, ...) on the module's device. Gradients reach the module's
+  // parameters, not the input.
   Tensor forward(const Tensor& input) override;
 
   const std::shared_ptr<nn::Module>& module() const { return module_; }
@@ -61,6 +67,7 @@ class DataParallel : public nn::Module {
 
   std::shared_ptr<nn::Module> module_;
   std::vector<std::shared_ptr<nn::Module>> replicas_;
+  std::vector<Device> devices_;  // replica i's device (the module's for every replica without options.devices)
   std::shared_ptr<Workers> workers_;
   bool memory_tags_ = false;
   std::shared_ptr<DataParallelStats> stats_;  // shared with the gather's backward node

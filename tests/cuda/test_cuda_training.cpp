@@ -1,13 +1,14 @@
 // CUDA end to end: short MLP and CNN training runs (linear, conv, batch norm, relu, max pool, cross-entropy,
 // SGD with momentum and AdamW) whose losses and final weights match the same runs on the CPU, and the caching
 // allocator over 1000 training steps (blocks are reused, nothing leaks, no new device allocation after the
-// first steps).
+// first steps); DataParallel over two devices against the whole-batch CPU run.
 #include <doctest/doctest.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "optim/sgd.h"
 #include "tests/cuda/conformance.h"
 
 using namespace syncgrad;
@@ -140,4 +141,34 @@ TEST_CASE("the caching allocator reuses blocks over 1000 training steps and leak
   CHECK(after_misses == warm_misses);
   CHECK(after.allocated_bytes == warm.allocated_bytes);
   CHECK(after.cached_bytes == warm.cached_bytes);
+}
+
+TEST_CASE("DataParallel over two CUDA devices follows the CPU model trained on the whole batch") {
+  if (cuda_device_count() < 2) {
+    MESSAGE("one CUDA device: DataParallel over devices needs two");
+    return;
+  }
+  const Device cuda1(DeviceType::kCUDA, 1);
+  auto cpu_model = make_mlp(7);
+  auto module = make_mlp(7);
+  module->to(kCuda0);
+  distributed::DataParallel dp(module, [] { return make_mlp(0); }, {.devices = {kCuda0, cuda1}});
+  optim::SGD cpu_opt(cpu_model->parameters(), {.lr = 0.05, .momentum = 0.9});
+  optim::SGD dp_opt(module->parameters(), {.lr = 0.05, .momentum = 0.9});
+  const std::vector<double> cpu_losses = train(*cpu_model, cpu_opt, make_batches(4, kCPU), 10);
+  const std::vector<double> dp_losses = train(dp, dp_opt, make_batches(4, kCuda0), 10);
+  for (size_t i = 0; i < cpu_losses.size(); ++i) {
+    INFO("step " << i << ": DataParallel " << dp_losses[i] << ", CPU " << cpu_losses[i]);
+    CHECK(dp_losses[i] == doctest::Approx(cpu_losses[i]).epsilon(1e-4));
+  }
+  const std::vector<Tensor> cpu_params = cpu_model->parameters(), dp_params = module->parameters();
+  for (size_t i = 0; i < cpu_params.size(); ++i) {
+    CHECK(dp_params[i].device() == kCuda0);
+    CHECK_EMPTY(mismatch(dp_params[i], cpu_params[i], {1e-3, 1e-4}));
+  }
+  auto on_cpu = make_mlp(7);
+  CHECK_THROWS_WITH_AS(distributed::DataParallel(on_cpu, [] { return make_mlp(0); }, {.devices = {kCuda0, cuda1}}),
+                       doctest::Contains("move it there first"), DeviceError);
+  CHECK_THROWS_WITH_AS(distributed::DataParallel(module, [] { return make_mlp(0); }, {.devices = {kCuda0, kCuda0}}),
+                       doctest::Contains("listed twice"), ValueError);
 }

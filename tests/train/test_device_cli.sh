@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # syncgrad-train --device: bad devices and backends are refused with a message naming them; with a CUDA module
 # (the emulated one of the build, which runs the module's host code and kernel bodies on the CPU with two fake
-# devices) the MLP, the CNN and the GPT train on cuda:0 with the CPU run's losses and accuracy, a checkpoint
-# written on CUDA resumes on the CPU, and cuda:N beyond the devices present is refused. The data are small
-# subsets of Fashion-MNIST (the emulated kernels are slow). Usage: test_device_cli.sh syncgrad-train [module.so]
+# devices) the MLP, the CNN and the GPT train on cuda:0 with the CPU run's losses and accuracy, DataParallel over
+# cuda:0 and cuda:1 follows the CPU DataParallel, a checkpoint written on CUDA resumes on the CPU, and devices
+# beyond those present are refused. The data are small subsets of Fashion-MNIST (the emulated kernels are slow).
+# Usage: test_device_cli.sh syncgrad-train [module.so]
 set -u
 bin="$1"
 module="${2:-}"
@@ -30,7 +31,8 @@ if [ -z "$module" ]; then
 fi
 export SYNCGRAD_CUDA_MODULE="$module" SYNCGRAD_FAKE_CUDA_DEVICES=2
 check "cuda:N beyond the devices present is refused" fails_saying "2 CUDA device(s) are visible" --device cuda:5
-check "DataParallel on CUDA is refused with the fix" fails_saying "syncgrad-launch" --device cuda --parallel dp
+check "DataParallel beyond the GPUs present is refused" fails_saying "lower --dp-workers" --device cuda --parallel dp \
+  --dp-workers 3
 check "gloo with CUDA tensors is refused with the fix" fails_saying "--backend nccl" --device cuda --backend gloo
 
 work=$(mktemp -d)
@@ -70,6 +72,11 @@ for model in mlp cnn; do
   check "$model: the same test accuracy on both" test "$(summary "$cpu")" = "$(summary "$gpu")"
   [ $status -eq 0 ] || echo "$gpu" | tail -n 5
 done
+dp_args=(--model mlp --data-dir "$work/data" --max-steps 3 --log-every 1 --no-shuffle --parallel dp --dp-workers 2)
+cpu=$("$bin" "${dp_args[@]}" --device cpu 2>&1)
+gpu=$("$bin" "${dp_args[@]}" --device cuda 2>&1); status=$?
+check "DataParallel over cuda:0 and cuda:1 trains" test $status -eq 0
+check "DataParallel on two GPUs has the CPU DataParallel's losses" test "$(losses "$cpu")" = "$(losses "$gpu")"
 resumed=$("$bin" --model mlp --data-dir "$work/data" --epochs 3 --max-steps 10 --log-every 1 --no-shuffle --workers 1 \
   --device cpu --resume "$work/ckpt-mlp" 2>&1); status=$?
 check "a checkpoint written on CUDA resumes on the CPU" test $status -eq 0

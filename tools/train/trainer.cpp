@@ -120,11 +120,6 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   distributed::make_comm_hook(c.comm_hook);  // an unknown name fails before any data is read
   const Device device = resolve_training_device(c);
   const std::string backend = resolve_backend(c, device);
-  if (device.is_cuda() && c.parallel == "dp") {
-    throw ValueError("--parallel dp replicates the model over CPU worker threads; with --device " + c.device +
-                     " run one process per GPU instead: syncgrad-launch --nproc-per-node N syncgrad-train "
-                     "--device cuda (DDP)");
-  }
   GroupMembership job(c, backend, device);
   const int rank = job.rank(), world = job.world_size();
   std::ostream silent(nullptr);
@@ -180,8 +175,9 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   }
   std::shared_ptr<distributed::DataParallel> dp;
   if (c.parallel == "dp") {
-    dp = std::make_shared<distributed::DataParallel>(model, [task] { return task->make_model(nullptr); },
-                                                     distributed::DataParallelOptions{.num_workers = c.dp_workers});
+    distributed::DataParallelOptions options{.num_workers = c.dp_workers};
+    if (device.is_cuda()) options.devices = data_parallel_devices(device, c.dp_workers);
+    dp = std::make_shared<distributed::DataParallel>(model, [task] { return task->make_model(nullptr); }, options);
   }
   nn::Module& trained = ddp ? static_cast<nn::Module&>(*ddp) : dp ? static_cast<nn::Module&>(*dp) : *model;
 
@@ -216,7 +212,10 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
         << c.comm_hook << (c.scale_lr == "linear" ? ", lr x " + std::to_string(world) + " after warm-up" : "")
         << ")";
   }
-  if (dp) out << ", DataParallel over " << c.dp_workers << " worker threads";
+  if (dp) {
+    out << ", DataParallel over " << c.dp_workers
+        << (device.is_cuda() ? " GPUs from " + device.str() : std::string(" worker threads"));
+  }
   out << "\n";
 
   TrainSummary summary;

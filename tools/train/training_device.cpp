@@ -36,6 +36,19 @@ Device resolve_training_device(const TrainConfig& c) {
   return device;
 }
 
+std::vector<Device> data_parallel_devices(Device first, int replicas) {
+  const int count = cuda_device_count();
+  if (first.index + replicas > count) {
+    throw DeviceError("--parallel dp --dp-workers " + std::to_string(replicas) + " from " + first.str() +
+                      " needs cuda:" + std::to_string(first.index) + " .. cuda:" +
+                      std::to_string(first.index + replicas - 1) + ", but " + std::to_string(count) +
+                      " CUDA device(s) are visible; lower --dp-workers");
+  }
+  std::vector<Device> devices;
+  for (int i = 0; i < replicas; ++i) devices.emplace_back(DeviceType::kCUDA, first.index + i);
+  return devices;
+}
+
 std::string resolve_backend(const TrainConfig& c, Device device) {
   if (c.backend == "auto") return device.is_cuda() ? "nccl" : "gloo";
   if (c.backend == "gloo" && device.is_cuda()) {

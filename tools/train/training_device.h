@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tensor/device.h"
 #include "tools/train/train_config.h"
@@ -14,6 +15,10 @@ namespace syncgrad::train {
 // is not a device or for cuda:N when several ranks would share it; DeviceError naming the reason when CUDA is
 // not usable here or the index is beyond the devices present.
 Device resolve_training_device(const TrainConfig& config);
+
+// The GPUs of --parallel dp --device cuda[:N]: `replicas` devices from `first` on; DeviceError when there are
+// not that many.
+std::vector<Device> data_parallel_devices(Device first, int replicas);
 
 // --backend resolved for `device`: "auto" picks nccl for CUDA and gloo for the CPU; ValueError when the named
 // backend cannot carry tensors on that device.
