@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # syncgrad-train --device: bad devices and backends are refused with a message naming them; with a CUDA module
 # (the emulated one of the build, which runs the module's host code and kernel bodies on the CPU with two fake
-# devices) the MLP, the CNN and the GPT train on cuda:0 with the CPU run's losses and accuracy, DataParallel over
-# cuda:0 and cuda:1 follows the CPU DataParallel, a checkpoint written on CUDA resumes on the CPU, and devices
-# beyond those present are refused. The data are small subsets of Fashion-MNIST (the emulated kernels are slow).
-# Usage: test_device_cli.sh syncgrad-train [module.so]
+# devices) the MLP, the CNN and the GPT train on cuda:0 with the CPU run's losses and accuracy, and so do
+# --amp fp16 and DataParallel over cuda:0 and cuda:1 (against the CPU DataParallel); a checkpoint written on
+# CUDA resumes on the CPU, and devices beyond those present are refused. The data are small subsets of
+# Fashion-MNIST (the emulated kernels are slow). Usage: test_device_cli.sh syncgrad-train [module.so]
 set -u
 bin="$1"
 module="${2:-}"
@@ -72,6 +72,13 @@ for model in mlp cnn; do
   check "$model: the same test accuracy on both" test "$(summary "$cpu")" = "$(summary "$gpu")"
   [ $status -eq 0 ] || echo "$gpu" | tail -n 5
 done
+amp_args=(--model mlp --data-dir "$work/data" --max-steps 4 --log-every 1 --no-shuffle --amp fp16)
+cpu=$("$bin" "${amp_args[@]}" --device cpu 2>&1)
+gpu=$("$bin" "${amp_args[@]}" --device cuda 2>&1); status=$?
+check "--amp fp16 trains on cuda:0 (autocast and GradScaler on the device)" test $status -eq 0
+check "--amp fp16 on CUDA has the CPU run's losses and loss scale" \
+  test "$(losses "$cpu") $(grep -o "scale [0-9]*" <<<"$cpu" | tail -n 1)" = \
+       "$(losses "$gpu") $(grep -o "scale [0-9]*" <<<"$gpu" | tail -n 1)"
 dp_args=(--model mlp --data-dir "$work/data" --max-steps 3 --log-every 1 --no-shuffle --parallel dp --dp-workers 2)
 cpu=$("$bin" "${dp_args[@]}" --device cpu 2>&1)
 gpu=$("$bin" "${dp_args[@]}" --device cuda 2>&1); status=$?
