@@ -291,22 +291,26 @@ esac
 [ -n "$GPU_INFO" ] && ! python3 -c 'import json, sys; sys.exit(0 if any(t["name"].rsplit(" / ", 1)[-1] == "cuda_nccl" and t["result"] == "OK" for t in map(json.loads, filter(str.strip, open(sys.argv[1])))) else 1)' "$BUILD/meson-logs/testlog.json" && fail "test_cuda_nccl (NCCL process group, world size 1) did not run and pass on the GPU (log: $LOGDIR/test.log)"
 
 # ---------------------------------------------------------------------------------------------- trainer
-# syncgrad-train --device cuda end to end on the real Fashion-MNIST (when installed): a short run per model,
-# whose summary line (samples/s, test accuracy, peak device memory) goes into the summary.
+# syncgrad-train --device cuda end to end on the real Fashion-MNIST (when installed): a short run per model and
+# precision (float32, then bf16 and fp16 autocast), whose summary line (samples/s, test accuracy, peak device
+# memory) goes into the summary: the GPU half of the AMP benchmark (docs/BENCHMARKS.md).
 if [ -n "$GPU_INFO" ] && [ -x "$BUILD/tools/syncgrad-train" ] &&
     ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>&1; then
   note "train on cuda: skipped (Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist)"
 elif [ -n "$GPU_INFO" ] && [ -x "$BUILD/tools/syncgrad-train" ]; then
   for model in mlp cnn; do
-    budget=$(( $(left) - 120 ))
-    if [ "$budget" -lt 30 ]; then note "train $model on cuda: skipped (time budget used up)"; continue; fi
-    [ "$budget" -gt 90 ] && budget=90
-    if timeout "$budget" "$BUILD/tools/syncgrad-train" --device cuda --model "$model" --max-steps 600 \
-        --log-every 200 >"$LOGDIR/train-$model.log" 2>&1; then
-      note "train $model on cuda: $(tail -n 1 "$LOGDIR/train-$model.log")"
-    else
-      fail "syncgrad-train --device cuda --model $model (log: $LOGDIR/train-$model.log)"
-    fi
+    for amp in off bf16 fp16; do
+      budget=$(( $(left) - 120 ))
+      if [ "$budget" -lt 30 ]; then note "train $model --amp $amp on cuda: skipped (time budget used up)"; continue; fi
+      [ "$budget" -gt 60 ] && budget=60
+      log_file="$LOGDIR/train-$model-$amp.log"
+      if timeout "$budget" "$BUILD/tools/syncgrad-train" --device cuda --model "$model" --amp "$amp" \
+          --max-steps 600 --log-every 200 >"$log_file" 2>&1; then
+        note "train $model --amp $amp on cuda: $(tail -n 1 "$log_file")"
+      else
+        fail "syncgrad-train --device cuda --model $model --amp $amp (log: $log_file)"
+      fi
+    done
   done
 fi
 
