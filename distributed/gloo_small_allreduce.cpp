@@ -58,10 +58,15 @@ void GlooSmallAllreduce::run(void* data, size_t count, DType dtype, ReduceOp op)
   const Key key{static_cast<int>(dtype), static_cast<int>(op == ReduceOp::kAvg ? ReduceOp::kSum : op), count};
   auto found = cache_.find(key);
   if (found == cache_.end()) {
-    if (cache_.size() == kCacheEntries) {
-      cache_.erase(recency_.back());
+    const size_t bytes = count * element_size(dtype);
+    // Least recently used first, until the new ring fits both limits (the same on every rank: same calls).
+    while (!cache_.empty() && (cache_.size() == kCacheEntries || cached_bytes_ + bytes > kCacheBytes)) {
+      const Key& oldest = recency_.back();
+      cached_bytes_ -= static_cast<size_t>(std::get<2>(oldest)) * element_size(static_cast<DType>(std::get<0>(oldest)));
+      cache_.erase(oldest);
       recency_.pop_back();
     }
+    cached_bytes_ += bytes;
     recency_.push_front(key);
     found = cache_.emplace(key, std::make_pair(make_entry(count, dtype, op), recency_.begin())).first;
   } else {

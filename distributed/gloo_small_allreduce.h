@@ -2,7 +2,7 @@
 // mode: the worker thread reads and writes the sockets itself instead of handing every message through
 // Gloo's event-loop thread, which on this class of machine cuts a 4 KiB allreduce from ~580 us to ~40 us
 // (docs/BENCHMARKS.md). It uses Gloo's legacy ring algorithm, one object per (dtype, op, element count)
-// kept in a small LRU cache and pointed at each call's buffer. Every rank makes the same calls in the same
+// kept in a small LRU cache (at most 16 rings and 32 MiB of messages) and pointed at each call's buffer. Every rank makes the same calls in the same
 // order, so every rank creates and evicts the same objects and their Gloo slots line up. Private header.
 #pragma once
 
@@ -40,12 +40,15 @@ class GlooSmallAllreduce {
   };
   using Key = std::tuple<int, int, size_t>;  // dtype, op, count
   static constexpr size_t kCacheEntries = 16;
+  // The rings keep buffers of about their message size, so the cache is also capped in bytes of messages.
+  static constexpr size_t kCacheBytes = 32u << 20;
 
   Entry make_entry(size_t count, DType dtype, ReduceOp op);
 
   std::shared_ptr<gloo::Context> context_;
   std::list<Key> recency_;  // most recently used first
   std::map<Key, std::pair<Entry, std::list<Key>::iterator>> cache_;
+  size_t cached_bytes_ = 0;  // message bytes of the cached rings
 };
 
 }  // namespace syncgrad::distributed
