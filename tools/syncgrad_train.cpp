@@ -129,8 +129,16 @@ int main(int argc, char** argv) {
     syncgrad::train::TrainSummary s = syncgrad::train::run_training(config, std::cout);
     if (s.rank != 0) return 0;  // rank 0 reports for the job
     const std::string memory = s.device.is_cpu() ? "peak tensor memory" : "peak " + s.device.str() + " memory";
-    std::printf("done: %lld steps in %.1f s, %.0f samples/s, %s, %s %.1f MiB, peak RSS %.1f MiB\n",
-                static_cast<long long>(s.steps), s.wall_seconds, s.samples_per_second, s.evaluation.text.c_str(),
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%.0f samples/s", s.samples_per_second);
+    std::string rates = rate;
+    if (s.rate_unit != "samples") {
+      std::snprintf(rate, sizeof rate, " (%.0f %s/s)", s.samples_per_second * s.units_per_example,
+                    s.rate_unit.c_str());
+      rates += rate;
+    }
+    std::printf("done: %lld steps in %.1f s, %s, %s, %s %.1f MiB, peak RSS %.1f MiB\n",
+                static_cast<long long>(s.steps), s.wall_seconds, rates.c_str(), s.evaluation.text.c_str(),
                 memory.c_str(), s.peak_tensor_bytes / 1048576.0, s.peak_rss_kib / 1024.0);
     return 0;
   } catch (const syncgrad::Error& e) {

@@ -350,6 +350,8 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   summary.wall_seconds = seconds_since(start) - evaluation_seconds;
   summary.steps = position.step;
   summary.samples_per_second = summary.wall_seconds > 0 ? summary.samples * world / summary.wall_seconds : 0;
+  summary.rate_unit = task->rate_unit();
+  summary.units_per_example = task->units_per_example();
   if (rank == 0) summary.evaluation = task->evaluate(*model);
   job.barrier();
   summary.peak_tensor_bytes = tensor_memory.stats().peak_allocated_bytes;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <string>
 
 #include "tensor/device.h"
 #include "tensor/errors.h"
@@ -20,6 +21,8 @@ struct TrainSummary {
   int64_t samples = 0;
   double wall_seconds = 0;
   double samples_per_second = 0;  // examples of all ranks per second
+  std::string rate_unit = "samples";  // what the task counts (Task::rate_unit), and how many per example
+  int64_t units_per_example = 1;
   Evaluation evaluation;          // the task's held-out metric after training (rank 0 only)
   size_t peak_tensor_bytes = 0;   // the training device's caching allocator: high-water mark
   Device device;                  // where the run trained
