@@ -1,21 +1,26 @@
 """PyTorch peer of syncgrad's GPT (models/gpt.h): the same decoder-only transformer with the same parameter
 names, so safetensors state dicts exchange between the two, and a training loop on the same byte-level text
-for bench/gpt_vs_pytorch.sh. Written for Debian's torch 1.13 (no fused attention there: the attention is
-q k^T, causal mask, softmax, dropout, @ v). Not a dependency of syncgrad.
+for bench/gpt_vs_pytorch.sh and bench/gpu_models_vs_pytorch.sh. Written for Debian's torch 1.13 (no fused
+attention there: the attention is q k^T, causal mask, softmax, dropout, @ v; syncgrad's CUDA attention is
+composed from the same pieces). Not a dependency of syncgrad.
 
-Usage: torch_gpt.py train STEPS TEXT_PATH BATCH MODEL_CONFIG [LR]
-         trains STEPS steps (after 10 warm-up steps) with AdamW, 1 thread; prints 'tokens/s N'
+Usage: torch_gpt.py train STEPS TEXT_PATH BATCH MODEL_CONFIG [LR] [--device cpu|cuda] [--warmup 10]
+         trains STEPS timed steps (after the warm-up steps) with AdamW and prints 'tokens/s N loss L' (on cuda
+         followed by 'peak_device_mib D'); cpu (default): 1 thread; cuda: see torch_device.py (the batch is
+         gathered on the host, as syncgrad-train's loader does, and copied to the device)
        torch_gpt.py logits WEIGHTS.safetensors TOKENS.safetensors MODEL_CONFIG OUT.safetensors
          loads syncgrad's weights and writes the logits for the (B, T) int64 tensor 'tokens'
 """
+import argparse
 import math
 import os
 import sys
-import time
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from torch_device import finish_timing, prepare_device, start_timing, to_device  # the script's own folder
 
 DEFAULTS = dict(vocab_size=256, block_size=128, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=True)
 
@@ -131,30 +136,29 @@ def read_text(path):
     return b"".join(open(f, "rb").read() for f in files)
 
 
-def train(steps, path, batch, config_text, lr=1e-3):
-    torch.set_num_threads(1)
+def train(steps, path, batch, config_text, lr=1e-3, device_name="cpu", warmup=10):
+    device = prepare_device(device_name)
     torch.manual_seed(0)
     c = parse_config(config_text)
     data = torch.frombuffer(bytearray(read_text(path)), dtype=torch.uint8).long()
     train_tokens = data[: int(0.9 * len(data))]
     block = c["block_size"]
     windows = (len(train_tokens) - 1) // block
-    model = GPT(c)
+    model = GPT(c).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     offsets = torch.arange(block + 1)
-    warmup = 10
     for step in range(steps + warmup):
         if step == warmup:
-            start = time.perf_counter()
+            start = start_timing(device)
         starts = torch.randint(windows, (batch,)) * block
-        chunk = train_tokens[starts.unsqueeze(1) + offsets]  # (B, T + 1)
+        chunk = to_device(train_tokens[starts.unsqueeze(1) + offsets], device)  # (B, T + 1)
         logits = model(chunk[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), chunk[:, 1:].reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-    elapsed = time.perf_counter() - start
-    print(f"tokens/s {steps * batch * block / elapsed:.0f} loss {loss.item():.4f}")
+    elapsed, _, memory = finish_timing(device, start)
+    print(f"tokens/s {steps * batch * block / elapsed:.0f} loss {loss.item():.4f}{memory}")
 
 
 def logits(weights, tokens_file, config_text, out):
@@ -168,10 +172,23 @@ def logits(weights, tokens_file, config_text, out):
     save_file({"logits": result.contiguous()}, out)
 
 
+def parse_train_args(argv):
+    parser = argparse.ArgumentParser(prog="torch_gpt.py train")
+    parser.add_argument("steps", type=int, help="timed steps")
+    parser.add_argument("text", help="a text file or a directory of them")
+    parser.add_argument("batch", type=int)
+    parser.add_argument("config", help="syncgrad's --model-config text, e.g. n_layer=2,n_embd=64")
+    parser.add_argument("lr", type=float, nargs="?", default=1e-3)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed steps first")
+    return parser.parse_args(argv)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "train":
-        train(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], *(float(a) for a in sys.argv[6:]))
-    elif sys.argv[1] == "logits":
+    if len(sys.argv) > 1 and sys.argv[1] == "train":
+        a = parse_train_args(sys.argv[2:])
+        train(a.steps, a.text, a.batch, a.config, a.lr, a.device, a.warmup)
+    elif len(sys.argv) > 1 and sys.argv[1] == "logits":
         logits(*sys.argv[2:6])
     else:
         sys.exit(__doc__)

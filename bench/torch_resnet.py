@@ -1,20 +1,24 @@
-"""PyTorch side of bench/resnet_vs_pytorch.sh: trains the same ResNet as `syncgrad-train --model resnetNN
---dataset cifar10` (tests/train/torch_resnet_model.py) with the same settings: CIFAR-10 binary batches, random
-crop with padding 4, horizontal flip, per-channel normalisation (done per batch in this thread, as
-syncgrad-train --workers 0 does), SGD lr 0.05 momentum 0.9, 1 thread. Times STEPS steps after WARMUP steps and
-prints 'samples/s N peak_rss_mib M cpu_samples/s C' (C: per second of
-CPU time, robust to a loaded machine). Not a dependency of syncgrad; a reference peer for benchmarks.
-Usage: torch_resnet.py resnet18|resnet20 STEPS DATA_DIR BATCH [WARMUP=2]
+"""PyTorch side of bench/resnet_vs_pytorch.sh and bench/gpu_models_vs_pytorch.sh: trains the same ResNet as
+`syncgrad-train --model resnetNN --dataset cifar10` (tests/train/torch_resnet_model.py) with the same settings:
+CIFAR-10 binary batches, random crop with padding 4, horizontal flip, per-channel normalisation (done per batch
+on the host in this thread, as syncgrad-train --workers 0 does), SGD lr 0.05 momentum 0.9. Times STEPS steps
+after WARMUP steps and prints 'samples/s N peak_rss_mib M cpu_samples/s C' (C: per second of CPU time, robust
+to a loaded machine; on cuda followed by 'peak_device_mib D').
+--device cpu (default): 1 thread. --device cuda: see torch_device.py (the host batch is copied to the device,
+whose asynchronous work overlaps the next batch's augmentation).
+Not a dependency of syncgrad; a reference peer for benchmarks.
+Usage: torch_resnet.py resnet18|resnet20 STEPS DATA_DIR BATCH [WARMUP=2] [--device cpu|cuda]
 """
+import argparse
 import os
 import resource
 import sys
-import time
 
 import torch
 from torch.nn import functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "train"))
+from torch_device import finish_timing, prepare_device, start_timing, to_device  # noqa: E402
 from torch_resnet_model import MODELS, normalize, read_cifar10  # noqa: E402
 
 
@@ -30,30 +34,39 @@ def augment(images_u8, generator):
     return torch.stack(crops).numpy()
 
 
-def main(model_name, steps, data_dir, batch, warmup=2):
-    torch.set_num_threads(1)
+def main(args):
+    device = prepare_device(args.device)
     torch.manual_seed(0)
     generator = torch.Generator().manual_seed(0)
-    images, labels = read_cifar10(data_dir, train=True)
-    model = MODELS[model_name]()
+    images, labels = read_cifar10(args.data_dir, train=True)
+    model = MODELS[args.model]().to(device)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     order = torch.randperm(len(labels), generator=generator).numpy()
-    for step in range(steps + warmup):
-        if step == warmup:
-            start, start_cpu = time.perf_counter(), time.process_time()
+    batch = args.batch
+    for step in range(args.steps + args.warmup):
+        if step == args.warmup:
+            start = start_timing(device)
         first = (step * batch) % (len(labels) - batch + 1)
         index = order[first:first + batch]
-        x = normalize(augment(images[index], generator))
-        y = torch.from_numpy(labels[index])
+        x = to_device(normalize(augment(images[index], generator)), device)  # (B, 3, 32, 32)
+        y = to_device(torch.from_numpy(labels[index]), device)
         loss = F.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    elapsed, cpu, memory = finish_timing(device, start)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"samples/s {steps * batch / elapsed:.1f} peak_rss_mib {rss:.0f} cpu_samples/s {steps * batch / cpu:.1f}")
+    print(f"samples/s {args.steps * batch / elapsed:.1f} peak_rss_mib {rss:.0f} "
+          f"cpu_samples/s {args.steps * batch / cpu:.1f}{memory}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), *(int(a) for a in sys.argv[5:6]))
+    parser = argparse.ArgumentParser(description="PyTorch peer of syncgrad-train --model resnet18|resnet20")
+    parser.add_argument("model", choices=sorted(MODELS))
+    parser.add_argument("steps", type=int, help="timed steps")
+    parser.add_argument("data_dir", help="CIFAR-10 binary batches")
+    parser.add_argument("batch", type=int)
+    parser.add_argument("warmup", type=int, nargs="?", default=2, help="untimed steps first")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    main(parser.parse_args())

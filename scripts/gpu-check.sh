@@ -20,7 +20,9 @@
 #
 # GPU benchmarks: every executable under build-gpu/bench/ whose name contains "cuda" or "gpu" is run with
 # no arguments (a benchmark that needs arguments should default to a short GPU run), each under a time
-# limit, in the time left of the 8-minute budget. None built yet is not an error.
+# limit, in the time left of the 8-minute budget. None built yet is not an error. Before them,
+# bench/gpu_models_vs_pytorch.sh times the bundled models' training steps beside PyTorch on the same GPU (with
+# whatever python3 has torch with CUDA; SYNCGRAD_TORCH_PYTHON picks another) and its medians join the summary.
 #
 # Logs: build-gpu-check/ (and a copy in $GPU_CHECK_OUT, or in $OUT when that is set, e.g. by the
 # device tool). Environment: GPU_CHECK_BUDGET_S (default 470), GPU_CHECK_JOBS (default nproc).
@@ -58,7 +60,7 @@ for arg in "$@"; do
   case "$arg" in
     --prepare) prepare; exit 0 ;;
     --all-tests) RUN_ALL_TESTS=1 ;;
-    -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) log "unknown argument: $arg (see --help)"; exit 2 ;;
   esac
 done
@@ -89,6 +91,7 @@ finish() {
       [ -f "$LOGDIR/$f.log" ] && tail -c 200000 "$LOGDIR/$f.log" >"$out/gpu-check-$f.log"
     done
     [ -f "$LOGDIR/bench.log" ] && cp "$LOGDIR/bench.log" "$out/gpu-check-bench.log"
+    [ -f "$LOGDIR/models-vs-pytorch.log" ] && cp "$LOGDIR/models-vs-pytorch.log" "$out/gpu-check-models-vs-pytorch.log"
   fi
   echo
   echo "==================== gpu-check summary ===================="
@@ -312,6 +315,36 @@ elif [ -n "$GPU_INFO" ] && [ -x "$BUILD/tools/syncgrad-train" ]; then
       fi
     done
   done
+fi
+
+# ---------------------------------------------------------------------------------------------- models vs PyTorch
+# bench/gpu_models_vs_pytorch.sh: training step throughput of the CNN, ResNet-20/18 and the GPT beside PyTorch
+# on this GPU (A B pairs; it skips, exit 0, when no Python here has torch with CUDA). It gets at most 160 s,
+# leaving 75 s of the budget to the benchmarks below, and stops starting pairs 15 s before its limit; its
+# medians go into the summary.
+if [ -n "$GPU_INFO" ] && [ -x "$BUILD/tools/syncgrad-train" ]; then
+  limit=$(( $(left) - 75 ))
+  [ "$limit" -gt 160 ] && limit=160
+  log_file="$LOGDIR/models-vs-pytorch.log"
+  if [ "$limit" -lt 45 ]; then
+    note "models vs PyTorch on cuda: skipped (time budget used up)"
+  else
+    t0=$SECONDS
+    SYNCGRAD_BUILD="$BUILD" timeout "$limit" bench/gpu_models_vs_pytorch.sh --budget $((limit - 15)) >"$log_file" 2>&1
+    rc=$?
+    cat "$log_file"
+    if grep -q '^skipped:' "$log_file"; then
+      note "models vs PyTorch on cuda: $(grep -m1 '^skipped:' "$log_file")"
+    elif grep -q '^medians' "$log_file"; then
+      note "models vs PyTorch on cuda ($((SECONDS - t0))s; log: $log_file):"
+      sed -n '1p; /^medians/,$p' "$log_file" >>"$SUMMARY"
+    fi
+    case "$rc" in
+      0) ;;
+      124) fail "bench/gpu_models_vs_pytorch.sh timed out after ${limit}s (log: $log_file)" ;;
+      *) fail "bench/gpu_models_vs_pytorch.sh: exit $rc (log: $log_file)" ;;
+    esac
+  fi
 fi
 
 # ---------------------------------------------------------------------------------------------- benchmarks
