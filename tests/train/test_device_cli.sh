@@ -3,8 +3,9 @@
 # (the emulated one of the build, which runs the module's host code and kernel bodies on the CPU with two fake
 # devices) the MLP, the CNN and the GPT train on cuda:0 with the CPU run's losses and accuracy, and so do
 # --amp fp16 and DataParallel over cuda:0 and cuda:1 (against the CPU DataParallel); a checkpoint written on
-# CUDA resumes on the CPU, and devices beyond those present are refused. The data are small subsets of
-# Fashion-MNIST (the emulated kernels are slow). Usage: test_device_cli.sh syncgrad-train [module.so]
+# CUDA resumes on the CPU, a diverging run names the CPU run's step, and devices beyond those present are
+# refused. The data are small subsets of Fashion-MNIST (the emulated kernels are slow).
+# Usage: test_device_cli.sh syncgrad-train [module.so]
 set -u
 bin="$1"
 module="${2:-}"
@@ -72,6 +73,13 @@ for model in mlp cnn; do
   check "$model: the same test accuracy on both" test "$(summary "$cpu")" = "$(summary "$gpu")"
   [ $status -eq 0 ] || echo "$gpu" | tail -n 5
 done
+# A diverging run stops naming the same step on both devices (on CUDA the losses are read back in batches).
+diverge=(--model mlp --data-dir "$work/data" --epochs 3 --max-steps 12 --log-every 10 --lr 1e12 --no-shuffle)
+cpu=$("$bin" "${diverge[@]}" --device cpu 2>&1)
+gpu=$("$bin" "${diverge[@]}" --device cuda 2>&1); status=$?
+check "a non-finite loss on CUDA stops the run" test $status -ne 0
+check "it names the step the CPU run names" test "$(grep -o "loss became .* at step [0-9]*" <<<"$gpu")" = \
+  "$(grep -o "loss became .* at step [0-9]*" <<<"$cpu")"
 amp_args=(--model mlp --data-dir "$work/data" --max-steps 4 --log-every 1 --no-shuffle --amp fp16)
 cpu=$("$bin" "${amp_args[@]}" --device cpu 2>&1)
 gpu=$("$bin" "${amp_args[@]}" --device cuda 2>&1); status=$?

@@ -18,6 +18,7 @@
 #include "optim/sgd.h"
 #include "syncgrad.h"
 #include "tools/train/checkpoint.h"
+#include "tools/train/loss_watch.h"
 #include "tools/train/metrics_log.h"
 #include "tools/train/training_device.h"
 
@@ -219,6 +220,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   out << "\n";
 
   TrainSummary summary;
+  LossWatch losses(device, rank, c.lr);
   summary.rank = rank;
   summary.world_size = world;
   Allocator& tensor_memory = device.is_cpu() ? cpu_allocator() : device_backend(device.type)->allocator(device.index);
@@ -252,14 +254,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
       } else {
         scaled.backward();
       }
-      double loss_value = loss.item<double>();
-      if (!std::isfinite(loss_value)) {
-        throw NonFiniteLossError("training stopped: the loss became " + std::to_string(loss_value) + " at step " +
-                                 std::to_string(position.step + 1) + " (epoch " + std::to_string(epoch + 1) +
-                                 ", batch " + std::to_string(after.batches_consumed) + ") on rank " +
-                                 std::to_string(rank) + "; lower --lr (now " + std::to_string(c.lr) +
-                                 ") or check the input data");
-      }
+      losses.add(loss, {position.step + 1, epoch + 1, after.batches_consumed});
       summary.samples += len;
       window_samples += len;
       if (!step_ends) continue;
@@ -274,6 +269,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
       }
       const bool evaluate_now = c.eval_every > 0 && position.step % c.eval_every == 0;
       if (position.step % c.log_every == 0 || position.step == planned_steps || evaluate_now) {
+        const double loss_value = losses.check();
         double window = seconds_since(window_start);
         double rate = window > 0 ? window_samples * world / window : 0;  // all ranks
         double wait_percent = window > 0 ? 100.0 * (loader.data_wait_seconds() - window_wait_start) / window : 0;
@@ -339,6 +335,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
     position.rng_seed = default_generator().seed();
     position.rng_offset = default_generator().offset();
     position.grad_scaler = scaler.state_dict();
+    losses.check();  // never save weights trained on a non-finite loss
     if (!c.checkpoint_dir.empty()) {
       if (rank == 0) {
         save_checkpoint(c.checkpoint_dir, c.model, *model, *optimizer, position, c);

@@ -11,6 +11,7 @@
 #include "tensor/device.h"
 #include "tensor/errors.h"
 
+#include "tools/train/loss_watch.h"
 #include "tools/train/task.h"
 #include "tools/train/train_config.h"
 
@@ -29,12 +30,6 @@ struct TrainSummary {
   long peak_rss_kib = 0;          // VmHWM
   int rank = 0;                   // this process's rank; only rank 0 evaluates and reports
   int world_size = 1;
-};
-
-// Raised when the loss stops being finite; names the step.
-class NonFiniteLossError : public Error {
- public:
-  using Error::Error;
 };
 
 TrainSummary run_training(const TrainConfig& config, std::ostream& out);
