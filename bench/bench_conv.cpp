@@ -2,7 +2,9 @@
 // bf16|fp16 the kernels on that dtype and the step under autocast) spends its time.
 // Times each conv/pool kernel the step runs, on the step's own shapes, then the whole step (forward, cross
 // entropy, backward, SGD with momentum); "rest" is the step minus the listed kernels (linear layers, ReLU, loss,
-// optimizer, autograd). Every figure is the median of --reps samples taken after a warm-up.
+// optimizer, autograd). Every figure is the median of --reps samples taken after a warm-up. GFLOP/s counts a direct
+// convolution's FLOPs, so the Winograd kernels of conv2 (F(4x4, 5x5): 6.25x fewer multiplications) exceed the
+// core's FMA peak.
 //   syncgrad-bench-conv [--threads N] [--reps N] [--amp off|bf16|fp16]
 #include <malloc.h>
 

@@ -1,10 +1,13 @@
-// Winograd F(2x2, 3x3) / F(3x3, 2x2) conv2d kernels (see winograd.h). The batch is processed in chunks of whole
-// images: each chunk is copied into a zero border, its tiles are transformed into per-thread scratch, the 16
-// product GEMMs run, and the results are transformed back. Chunks hold enough tiles that each transformed
-// filter bank is read from memory a few times per call at most.
+// Winograd F(m x m, RxR) / F(RxR, m x m) conv2d kernels: m = 2 for R = 3, m = 4 for R = 5 (see winograd.h and
+// winograd_transforms.h). The batch's tiles are processed in chunks of consecutive tiles (of one or several
+// images): the rows of the chunk's images that its tiles cover are copied into a zero border, its tiles are
+// transformed into per-thread scratch, the product GEMMs run, and the results are transformed back. Chunks hold
+// enough tiles that each transformed filter bank is read from memory a few times per call at most, and start at
+// a whole vector of them, so that no lane is wasted where an image's tile count is not a multiple of 16.
 #include "tensor/cpu/winograd.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <vector>
@@ -12,110 +15,202 @@
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/transpose_tiles.h"
 #include "tensor/cpu/winograd_tiles.h"
+#include "tensor/cpu/winograd_transforms.h"
 
 namespace syncgrad::cpu::winograd {
 namespace {
 
-constexpr int64_t kProducts = 16;  // positions of a transformed 4x4 tile
-
-struct Geometry {
-  int64_t h, w;              // input = output size
-  int64_t bw, plane;         // bordered row width and plane size
-  int64_t tiles_per_image;   // (h / 2) * (w / 2)
-  Geometry(int64_t h, int64_t w)
-      : h(h), w(w), bw(w + 2), plane((h + 2) * (w + 2)), tiles_per_image(h / 2 * (w / 2)) {}
+// The sizes of one kernel size R's tiling.
+template <int R>
+struct Sizes {
+  static constexpr int kOut = Tiling<R>::kOut;                    // m: output tile side
+  static constexpr int kPatch = Tiling<R>::kPatch;                // m + R - 1: patch side
+  static constexpr int64_t kProducts = int64_t{kPatch} * kPatch;  // positions of a transformed tile
+  static constexpr int64_t kPad = R / 2;                          // the convolution's padding
 };
 
-// Images [first, first + images) and their tiles, padded to whole vectors (tile t of image i at (ty, tx) is
-// number (i - first) * tiles_per_image + ty * w / 2 + tx).
+// An image's tiles: m x m output blocks, ceil(h / m) x ceil(w / m) of them (the last row and column may stick
+// out of the image: their patches read zeros there and their outputs are clipped), and the bordered planes their
+// patches are read from.
+struct Geometry {
+  int64_t h, w;                        // input = output size
+  int64_t m;                           // output tile side
+  int64_t tiles_x, tiles_y, tiles_per_image;
+  int64_t bw, plane;                   // bordered row width (m * tiles_x + 2 pad) and plane size
+  Geometry(int64_t h, int64_t w, int64_t m, int64_t pad)
+      : h(h), w(w), m(m), tiles_x((w + m - 1) / m), tiles_y((h + m - 1) / m), tiles_per_image(tiles_x * tiles_y),
+        bw(m * tiles_x + 2 * pad), plane((m * tiles_y + 2 * pad) * bw) {}
+};
+
+// Tiles [first_tile, first_tile + tiles) of the batch, padded to whole vectors; tile t of image i at (ty, tx) is
+// number i * tiles_per_image + ty * tiles_x + tx. They lie in images [first, first + images).
 struct Chunk {
-  int64_t first, images, tiles, padded;
+  int64_t first_tile, tiles, padded;
+  int64_t first, images;
   int64_t ld;   // row stride of arrays with a row of tiles: padded or one vector more (an odd number of vectors)
   int segment;  // how a vector's tiles lie (winograd_tiles.h): runs of 16, 8 or 4 side by side, or 0 (anywhere)
-  // Per padded tile: its 4x4 patch in a bordered stack (channel, images + 1, h + 2, w + 2), channel 0; the
-  // padding tiles read the zero plane after the last image.
+  // Per padded tile: its patch in a bordered stack (channel, images + 1, plane), channel 0; the padding tiles
+  // read the zero plane after the last image.
   std::vector<int32_t> patch;
-  // Per padded tile: its 2x2 block in the chunk's (images, channels, h, w) slice, channel 0; padding repeats
+  // Per padded tile: its m x m block in the chunk's (images, channels, h, w) slice, channel 0; padding repeats
   // tile 0.
   std::vector<int32_t> block;
+  // Per padded tile: the rows and columns of its block inside the image (winograd_tiles.h, Extent).
+  std::vector<Extent> extent;
 };
 
 // n (a multiple of kLanes) rounded up to an odd number of vectors, so that rows n floats apart fall into
 // different cache sets.
 int64_t spread(int64_t n) { return n / kLanes % 2 == 0 ? n + kLanes : n; }
 
-Chunk make_chunk(const Geometry& g, int64_t first, int64_t images, int64_t block_channels) {
-  Chunk c{first, images, images * g.tiles_per_image, 0, 0, 0, {}, {}};
+// p + step, through an empty asm statement: a walk over a tile's products then stays in one register. Written as
+// p + k * stride, GCC hoists one loop-invariant address per product out of the tile loop and spills most of them.
+template <class T>
+inline T* opaque_step(T* p, int64_t step) {
+  p += step;
+  asm("" : "+r"(p));
+  return p;
+}
+
+// An array (products, rows, ld) of one matrix per transformed position, the matrices an odd number of vectors
+// apart too: a tile's products, read or written together, then fall into different cache sets. Position (i, j)
+// of a transformed n x n tile is product k = j * n + i (column-major), the order in which two_sided() puts the
+// forward transforms out and the (transposed) inverse transforms take them in, so that a tile's products are
+// walked through in order.
+struct ProductArray {
+  int64_t ld, stride;
+  ProductArray(int64_t rows, int64_t ld) : ld(ld), stride(spread(rows * ld)) {}
+  int64_t size(int64_t products) const { return products * stride; }
+  int64_t at(int64_t k, int64_t row) const { return k * stride + row * ld; }
+};
+
+// first_tile is a multiple of kLanes, so runs of 16, 8 or 4 tiles side by side start at a vector's lane 0, 8, 4.
+// Runs are read as such for 2x2 tiles inside the image only.
+Chunk make_chunk(const Geometry& g, int64_t first_tile, int64_t tiles, int64_t block_channels) {
+  const int64_t first = first_tile / g.tiles_per_image;
+  const int64_t images = (first_tile + tiles - 1) / g.tiles_per_image - first + 1;
+  Chunk c{first_tile, tiles, 0, first, images, 0, 0, {}, {}, {}};
   c.padded = (c.tiles + kLanes - 1) / kLanes * kLanes;
   c.ld = spread(c.padded);
-  const int64_t tiles_x = g.w / 2;
-  if (tiles_x % kLanes == 0) c.segment = kLanes;
-  else if ((tiles_x == 8 || tiles_x == 4) && c.tiles % kLanes == 0) c.segment = static_cast<int>(tiles_x);
+  const bool whole = g.m == 2 && g.w % 2 == 0 && g.h % 2 == 0;
+  if (whole && g.tiles_x % kLanes == 0) c.segment = kLanes;
+  else if (whole && (g.tiles_x == 8 || g.tiles_x == 4) && c.tiles % kLanes == 0) c.segment = static_cast<int>(g.tiles_x);
   c.patch.resize(static_cast<size_t>(c.padded));
   c.block.resize(static_cast<size_t>(c.padded));
-  for (int64_t t = 0; t < c.padded; ++t) {
-    if (t < c.tiles) {
-      const int64_t i = t / g.tiles_per_image, within = t % g.tiles_per_image;
-      const int64_t ty = within / (g.w / 2), tx = within % (g.w / 2);
-      c.patch[t] = static_cast<int32_t>(i * g.plane + 2 * ty * g.bw + 2 * tx);
-      c.block[t] = static_cast<int32_t>(i * block_channels * g.h * g.w + 2 * ty * g.w + 2 * tx);
-    } else {
-      c.patch[t] = static_cast<int32_t>(images * g.plane);
-      c.block[t] = c.block[0];
+  c.extent.resize(static_cast<size_t>(c.padded));
+  const int64_t within = first_tile % g.tiles_per_image;
+  int64_t i = 0, ty = within / g.tiles_x, tx = within % g.tiles_x;  // the tile's image (in the chunk) and place
+  for (int64_t t = 0; t < c.tiles; ++t) {
+    c.patch[t] = static_cast<int32_t>(i * g.plane + g.m * ty * g.bw + g.m * tx);
+    c.block[t] = static_cast<int32_t>(i * block_channels * g.h * g.w + g.m * ty * g.w + g.m * tx);
+    c.extent[t] = {static_cast<uint8_t>(std::min(g.m, g.h - g.m * ty)),
+                   static_cast<uint8_t>(std::min(g.m, g.w - g.m * tx))};
+    if (++tx == g.tiles_x) {
+      tx = 0;
+      if (++ty == g.tiles_y) ty = 0, ++i;
     }
+  }
+  for (int64_t t = c.tiles; t < c.padded; ++t) {
+    c.patch[t] = static_cast<int32_t>(images * g.plane);
+    c.block[t] = c.block[0];
+    c.extent[t] = c.extent[0];
   }
   return c;
 }
 
-// dst (channels, images + 1, h + 2, w + 2) <- the chunk's images of src (N, channels, h, w) in a zero border,
-// followed by a zero plane per channel.
-void border(const float* src, int64_t channels, const Chunk& c, const Geometry& g, float* dst) {
-  const int64_t stack = (c.images + 1) * g.plane;
-  const int64_t vector_part = g.w / kLanes * kLanes;
-  for (int64_t ch = 0; ch < channels; ++ch) {
-    float* out = dst + ch * stack;
-    for (int64_t i = 0; i < c.images; ++i, out += g.plane) {
-      const float* in = src + ((c.first + i) * channels + ch) * g.h * g.w;
-      std::fill(out, out + g.bw + 1, 0.0f);  // top row, left border of row 1
-      for (int64_t y = 0; y < g.h; ++y, in += g.w) {
-        float* row = out + (y + 1) * g.bw + 1;
-        for (int64_t x = 0; x < vector_part; x += kLanes) conv_gemm::store(row + x, conv_gemm::load(in + x));
-        for (int64_t x = vector_part; x < g.w; ++x) row[x] = in[x];
-        row[g.w] = row[g.w + 1] = 0.0f;  // right border, left border of the next row
-      }
-      std::fill(out + (g.h + 1) * g.bw + 1, out + g.plane, 0.0f);  // rest of the bottom row
+// Tile rows [begin, end) of the chunk's image i (0: its first) that hold some of its tiles.
+struct TileRows {
+  int64_t begin, end;
+};
+TileRows tile_rows(const Chunk& c, const Geometry& g, int64_t i) {
+  const int64_t image_first = (c.first + i) * g.tiles_per_image;
+  const int64_t first = std::max(c.first_tile, image_first) - image_first;
+  const int64_t last = std::min(c.first_tile + c.tiles, image_first + g.tiles_per_image) - image_first;
+  return {first / g.tiles_x, (last - 1) / g.tiles_x + 1};
+}
+
+// dst[0, n) = src[0, n): whole vectors, then pieces of 8, 4, 2 and 1 floats (copies of a fixed size compile to
+// single moves; a library call would cost more than a short row).
+inline void copy_row(const float* src, int64_t n, float* dst) {
+  int64_t x = 0;
+  for (; x + kLanes <= n; x += kLanes) conv_gemm::store(dst + x, conv_gemm::load(src + x));
+  auto piece = [&]<int64_t Size>() {
+    if ((n - x) & Size) {
+      std::memcpy(dst + x, src + x, Size * sizeof(float));
+      x += Size;
     }
-    std::fill(out, out + g.plane, 0.0f);
-  }
+  };
+  piece.template operator()<8>();
+  piece.template operator()<4>();
+  piece.template operator()<2>();
+  piece.template operator()<1>();
 }
 
-// Calls f.operator()<Segment>() with the chunk's segment as a compile-time constant.
-template <class F>
-void with_segment(const Chunk& c, const F& f) {
-  switch (c.segment) {
-    case 16: return f.template operator()<16>();
-    case 8: return f.template operator()<8>();
-    case 4: return f.template operator()<4>();
-    default: return f.template operator()<0>();
-  }
-}
-
-// The 16 input-transformed patches of tiles [t0, t0 + 16) in channel plane stack `base`.
-template <int Segment>
-void transformed_patches(const float* base, const Chunk& c, const Geometry& g, int64_t t0, V* d) {
-  load_patches<Segment>(base, g.bw, c.patch.data() + t0, d);
-  input_transform(d);
-}
-
-// v (16, channels, ld) <- every tile's transformed patch in every channel of the bordered stack.
-void transform_inputs(const float* bordered, int64_t channels, const Chunk& c, const Geometry& g, float* v) {
+// dst (channels, images + 1, plane) <- the chunk's images of src (N, channels, h, w) in a zero border (pad
+// wide, more on the right and at the bottom where tiles stick out), followed by a zero plane per channel for the
+// padding tiles. Only the rows that the chunk's patches cover are written, and of the zero plane the rows of one
+// patch when there are padding tiles.
+template <int R>
+void border(const float* src, int64_t channels, const Chunk& c, const Geometry& g, float* dst) {
+  constexpr int64_t pad = Sizes<R>::kPad;
   const int64_t stack = (c.images + 1) * g.plane;
-  with_segment(c, [&]<int Segment>() {
-    V d[kProducts];
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    for (int64_t i = 0; i < c.images; ++i) {
+      const float* in = src + ((c.first + i) * channels + ch) * g.h * g.w;
+      float* out = dst + ch * stack + i * g.plane;
+      const TileRows rows = tile_rows(c, g, i);
+      for (int64_t yb = g.m * rows.begin; yb < g.m * rows.end + 2 * pad; ++yb) {  // bordered rows
+        float* row = out + yb * g.bw;
+        const int64_t y = yb - pad;
+        if (y < 0 || y >= g.h) {
+          std::fill(row, row + g.bw, 0.0f);
+          continue;
+        }
+        for (int64_t x = 0; x < pad; ++x) row[x] = 0.0f;
+        copy_row(in + y * g.w, g.w, row + pad);
+        for (int64_t x = pad + g.w; x < g.bw; ++x) row[x] = 0.0f;
+      }
+    }
+    if (c.padded > c.tiles) {
+      float* zero = dst + ch * stack + c.images * g.plane;
+      std::fill(zero, zero + Sizes<R>::kPatch * g.bw, 0.0f);
+    }
+  }
+}
+
+// Calls f.operator()<Segment>() with the chunk's segment as a compile-time constant (always 0 for tiles of a side
+// M other than 2).
+template <int M, class F>
+void with_segment(const Chunk& c, const F& f) {
+  if constexpr (M != 2) {
+    return f.template operator()<0>();
+  } else {
+    switch (c.segment) {
+      case 16: return f.template operator()<16>();
+      case 8: return f.template operator()<8>();
+      case 4: return f.template operator()<4>();
+      default: return f.template operator()<0>();
+    }
+  }
+}
+
+// v (products, channels, ld) <- every tile's input-transformed patch B^T d B in every channel of the bordered
+// stack.
+template <int R>
+void transform_inputs(const float* bordered, int64_t channels, const Chunk& c, const Geometry& g,
+                      const ProductArray& layout, float* v) {
+  constexpr int n = Sizes<R>::kPatch;
+  const int64_t stack = (c.images + 1) * g.plane;
+  with_segment<Sizes<R>::kOut>(c, [&]<int Segment>() {
     for (int64_t ch = 0; ch < channels; ++ch) {
+      const float* base = bordered + ch * stack;
       for (int64_t t0 = 0; t0 < c.padded; t0 += kLanes) {
-        transformed_patches<Segment>(bordered + ch * stack, c, g, t0, d);
-        for (int64_t k = 0; k < kProducts; ++k) conv_gemm::store(v + (k * channels + ch) * c.ld + t0, d[k]);
+        float* product = v + layout.at(0, ch) + t0;
+        two_sided<n, n, V>([&](int r, V* row) { load_row<Segment, n>(base + r * g.bw, c.patch.data() + t0, row); },
+                           Tiling<R>::input, [&](int, int, const V& value) {
+                             conv_gemm::store(product, value);
+                             product = opaque_step(product, layout.stride);
+                           });
       }
     }
   });
@@ -135,163 +230,277 @@ void product_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
   }
 }
 
-// Images per chunk: enough tiles that the transformed data is about 256 KiB (it then stays in L2), and at least
-// min(C_in, C_out) tiles so that the filter bank (16 C_out C_in floats) is read no more often than the data.
-int64_t images_per_chunk(const Geometry& g, int64_t batch, int64_t c_in, int64_t c_out) {
-  const int64_t wanted = std::max<int64_t>((int64_t{256} << 10) / (64 * std::max(c_in, c_out)), std::min(c_in, c_out));
-  return std::clamp<int64_t>((wanted + g.tiles_per_image - 1) / g.tiles_per_image, 1, batch);
+// Tiles per chunk: about enough that the transformed data is 256 KiB (it then stays in L2) and at least
+// min(C_in, C_out) so that the filter bank (products x C_out x C_in floats) is read no more often than the data;
+// rounded up to whole images, then to whole vectors.
+template <int R>
+int64_t tiles_per_chunk(const Geometry& g, int64_t batch, int64_t c_in, int64_t c_out) {
+  const int64_t wanted = std::max<int64_t>((int64_t{256} << 10) / (4 * Sizes<R>::kProducts * std::max(c_in, c_out)),
+                                           std::min(c_in, c_out));
+  const int64_t images = std::clamp<int64_t>((wanted + g.tiles_per_image - 1) / g.tiles_per_image, 1, batch);
+  return padded<float>(images * g.tiles_per_image);
 }
 
-// Runs body(chunk) over the batch in chunks, split across the intra-op threads.
+// Where a chunk lies in the run of chunks of one thread.
+struct RunPosition {
+  int64_t index;  // 0 for the thread's first chunk
+  bool last;
+};
+
+// Runs body(chunk, position) over the batch's tiles in chunks of `chunk_tiles`, split across the intra-op
+// threads, each of which takes a run of consecutive chunks.
 template <class Body>
-void for_chunks(const Geometry& g, int64_t batch, int64_t images, int64_t block_channels, const Body& body) {
-  const int64_t chunks = (batch + images - 1) / images;
+void for_chunks(const Geometry& g, int64_t batch, int64_t chunk_tiles, int64_t block_channels, const Body& body) {
+  const int64_t total = batch * g.tiles_per_image;
+  const int64_t chunks = (total + chunk_tiles - 1) / chunk_tiles;
   for_images(chunks, [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) {
-      body(make_chunk(g, i * images, std::min(images, batch - i * images), block_channels));
+      body(make_chunk(g, i * chunk_tiles, std::min(chunk_tiles, total - i * chunk_tiles), block_channels),
+           RunPosition{i - first, i + 1 == last});
     }
   });
 }
 
-// The forward of one chunk: all its tiles are transformed, then each of the 16 GEMMs reads its filters once.
+// Output channels per block of the forward's products: blocks of 16, whose products are transformed back while
+// they are still in L2, where all products would not fit in 256 KiB but the transformed inputs (read again for
+// every block) fit in 512 KiB; else all of them.
+int64_t output_block(int64_t products, int64_t c_in, int64_t c_out, int64_t ld) {
+  const int64_t bytes = products * ld * static_cast<int64_t>(sizeof(float));
+  return bytes * c_out > (int64_t{256} << 10) && bytes * c_in <= (int64_t{512} << 10) ? 16 : c_out;
+}
+
+// The forward of one chunk: all its tiles are transformed, then per block of output channels each product's
+// GEMM reads its filters once and the products are transformed back.
+template <int R>
 void forward_chunk(const float* bordered, int64_t c_in, const float* u, const float* bias, float* out,
                    int64_t c_out, const Chunk& c, const Geometry& g) {
-  const int64_t plane_out = g.h * g.w;
-  float* v = scratch<float, 11>(kProducts * c_in * c.ld);
-  transform_inputs(bordered, c_in, c, g, v);
-  float* m = scratch<float, 12>(kProducts * c_out * c.ld);
-  for (int64_t k = 0; k < kProducts; ++k) {
-    product_gemm(c_out, c.padded, c_in, u + k * c_out * c_in, c_in, v + k * c_in * c.ld, c.ld, m + k * c_out * c.ld,
-                 c.ld, false);
-  }
-  with_segment(c, [&]<int Segment>() {
-    V prod[kProducts], y[4];
-    for (int64_t co = 0; co < c_out; ++co) {
-      const float b = bias != nullptr ? bias[co] : 0.0f;
-      for (int64_t t0 = 0; t0 < c.padded; t0 += kLanes) {
-        for (int64_t k = 0; k < kProducts; ++k) prod[k] = conv_gemm::load(m + (k * c_out + co) * c.ld + t0);
-        output_transform(prod, y);
-        for (V& yi : y) yi += b;
-        store_blocks<Segment>(out + co * plane_out, g.w, c.block.data() + t0, y,
-                              static_cast<int>(std::min(kLanes, c.tiles - t0)));
-      }
+  constexpr int n = Sizes<R>::kPatch, m_out = Sizes<R>::kOut;
+  constexpr int64_t products = Sizes<R>::kProducts;
+  const int64_t plane_out = g.h * g.w, block = output_block(products, c_in, c_out, c.ld);
+  const ProductArray v_layout(c_in, c.ld), m_layout(block, c.ld);
+  float* v = scratch<float, 11>(v_layout.size(products));
+  transform_inputs<R>(bordered, c_in, c, g, v_layout, v);
+  float* m = scratch<float, 12>(m_layout.size(products));
+  for (int64_t co0 = 0; co0 < c_out; co0 += block) {
+    const int64_t rows = std::min(block, c_out - co0);
+    for (int64_t k = 0; k < products; ++k) {
+      product_gemm(rows, c.padded, c_in, u + (k * c_out + co0) * c_in, c_in, v + v_layout.at(k, 0), c.ld,
+                   m + m_layout.at(k, 0), c.ld, false);
     }
-  });
+    with_segment<Sizes<R>::kOut>(c, [&]<int Segment>() {
+      for (int64_t co = co0; co < co0 + rows; ++co) {
+        const float b = bias != nullptr ? bias[co] : 0.0f;
+        const float* m_co = m + m_layout.at(0, co - co0);
+        for (int64_t t0 = 0; t0 < c.padded; t0 += kLanes) {
+          V y[m_out * m_out];
+          // (A^T m A)^T = A^T m^T A: rows of m^T are consecutive products.
+          const float* product = m_co + t0;
+          two_sided<m_out, n, V>(
+              [&](int, V* row) {
+                for (int i = 0; i < n; ++i, product = opaque_step(product, m_layout.stride)) {
+                  row[i] = conv_gemm::load(product);
+                }
+              },
+              Tiling<R>::output, [&](int i, int j, const V& value) { y[j * m_out + i] = value + b; });
+          store_blocks<Segment, m_out>(out + co * plane_out, g.w, c.block.data() + t0, c.extent.data() + t0, y,
+                                       static_cast<int>(std::min(kLanes, c.tiles - t0)));
+        }
+      }
+    });
+  }
 }
 
-// out (N, c_out, h, w) = the convolution of in (N, c_in, h, w) with the transformed filters u (16, c_out, c_in),
-// plus bias (c_out; may be null).
+// out (N, c_out, h, w) = the convolution of in (N, c_in, h, w) with the transformed filters
+// u (products, c_out, c_in), plus bias (c_out; may be null).
+template <int R>
 void run_forward(const float* in, int64_t c_in, const float* u, const float* bias, float* out, int64_t c_out,
                  int64_t batch, const Geometry& g) {
-  for_chunks(g, batch, images_per_chunk(g, batch, c_in, c_out), c_out, [&](const Chunk& c) {
+  for_chunks(g, batch, tiles_per_chunk<R>(g, batch, c_in, c_out), c_out, [&](const Chunk& c, RunPosition) {
     float* bordered = scratch<float, 10>(c_in * (c.images + 1) * g.plane);
-    border(in, c_in, c, g, bordered);
+    border<R>(in, c_in, c, g, bordered);
     float* out_chunk = out + c.first * c_out * g.h * g.w;
-    forward_chunk(bordered, c_in, u, bias, out_chunk, c_out, c, g);
+    forward_chunk<R>(bordered, c_in, u, bias, out_chunk, c_out, c, g);
   });
 }
 
-// u (16, rows, cols) <- the transformed 3x3 filters; filter (r, c) is w + (r * cols + c) * 9 when !swap, else
-// the 180-degree rotation of w + (c * rows + r) * 9 (the filters of the input gradient). In per-thread scratch.
+// 8 filters in double.
+typedef double Filters __attribute__((vector_size(8 * sizeof(double))));
+constexpr int64_t kFilters = 8;
+
+// u (products, rows, cols) <- the transformed RxR filters G g G^T; filter (r, c) is w + (r * cols + c) * R * R
+// when !swap, else the 180-degree rotation of w + (c * rows + r) * R * R (the filters of the input gradient). In
+// per-thread scratch; transformed in double, 8 filters at a time, rounded once.
+template <int R>
 const float* transformed_filters(const float* w, int64_t rows, int64_t cols, bool swap) {
-  float* u = scratch<float, 16>(kProducts * rows * cols);
-  float g[9], t[kProducts];
+  constexpr int n = Sizes<R>::kPatch, taps = R * R;
+  float* u = scratch<float, 16>(Sizes<R>::kProducts * rows * cols);
+  Filters g[taps], t[n * n];
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      const float* src = swap ? w + (c * rows + r) * 9 : w + (r * cols + c) * 9;
-      for (int i = 0; i < 9; ++i) g[i] = swap ? src[8 - i] : src[i];
-      filter_transform(g, t);
-      for (int64_t k = 0; k < kProducts; ++k) u[(k * rows + r) * cols + c] = t[k];
+    for (int64_t c0 = 0; c0 < cols; c0 += kFilters) {
+      const int64_t count = std::min(kFilters, cols - c0);
+      for (int64_t l = 0; l < kFilters; ++l) {
+        const int64_t c = c0 + std::min(l, count - 1);
+        const float* src = swap ? w + (c * rows + r) * taps : w + (r * cols + c) * taps;
+        for (int i = 0; i < taps; ++i) g[i][l] = swap ? src[taps - 1 - i] : src[i];
+      }
+      two_sided<n, R>(g, t, Tiling<R>::filter);
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          float* dst = u + ((j * n + i) * rows + r) * cols + c0;
+          for (int64_t l = 0; l < count; ++l) dst[l] = static_cast<float>(t[i * n + j][l]);
+        }
+      }
     }
   }
   return u;
 }
 
+// gw (C_out, C_in, R, R) = C^T S C per filter, from the sums S^T (products, C_in, cop) over all tiles; in double,
+// 8 filters (output channels) at a time.
+template <int R>
+void weight_outputs(const double* sums, int64_t c_out, int64_t c_in, int64_t cop, float* gw) {
+  constexpr int n = Sizes<R>::kPatch, taps = R * R;
+  Filters m[n * n], out[taps];
+  for (int64_t ci = 0; ci < c_in; ++ci) {
+    for (int64_t co0 = 0; co0 < c_out; co0 += kFilters) {  // cop is a multiple of kFilters
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          std::memcpy(&m[i * n + j], sums + ((j * n + i) * c_in + ci) * cop + co0, sizeof(Filters));
+        }
+      }
+      two_sided<R, n>(m, out, Tiling<R>::weight_output);
+      for (int64_t l = 0; l < std::min(kFilters, c_out - co0); ++l) {
+        for (int q = 0; q < taps; ++q) gw[((co0 + l) * c_in + ci) * taps + q] = static_cast<float>(out[q][l]);
+      }
+    }
+  }
+}
+
+template <int R>
+void convolve(const float* x, const float* w, const float* bias, float* y, const ConvShape& s) {
+  run_forward<R>(x, s.c_in, transformed_filters<R>(w, s.c_out, s.c_in, false), bias, y, s.c_out, s.batch,
+                 Geometry(s.h, s.w, Sizes<R>::kOut, Sizes<R>::kPad));
+}
+
+template <int R>
+void input_gradient(const float* gy, const float* w, float* gx, const ConvShape& s) {
+  run_forward<R>(gy, s.c_out, transformed_filters<R>(w, s.c_in, s.c_out, true), nullptr, gx, s.c_in, s.batch,
+                 Geometry(s.h, s.w, Sizes<R>::kOut, Sizes<R>::kPad));
+}
+
+// Tiles summed into a thread's float32 sums before they are added to the double total.
+constexpr int64_t kTilesPerFlush = 256;
+
+// The weight gradient as S^T_k (C_in, cop) = sum over chunks of V_k (C_in, T) * E^T_k (T, cop): V as in the
+// forward, E^T from the output gradient with its channels along vectors (each chunk's images transposed to
+// (h * w, cop) first). Each thread sums about kTilesPerFlush tiles in float32 (its GEMMs), the total of those
+// sums is double: the products are many times larger than the patches, and a float32 running sum over a whole
+// batch of tiles would lose several bits.
+template <int R>
+void weight_gradient(const float* gy, const float* x, float* gw, const ConvShape& s) {
+  constexpr int n = Sizes<R>::kPatch, m_out = Sizes<R>::kOut;
+  constexpr int64_t products = Sizes<R>::kProducts;
+  const Geometry g(s.h, s.w, m_out, Sizes<R>::kPad);
+  const int64_t c_in = s.c_in, c_out = s.c_out, cop = padded<float>(c_out), plane = g.h * g.w;
+  const int64_t lde = spread(cop);
+  const int64_t sums_size = products * c_in * cop;  // S^T (products, C_in, cop)
+  double* total = scratch<double, 18>(sums_size);  // the calling thread's; under `merge` the first flush of the
+  bool empty = true;                               // call assigns, the others add
+  std::mutex merge;
+  const int64_t chunk_tiles = tiles_per_chunk<R>(g, s.batch, c_in, c_out);
+  const int64_t chunks_per_flush = std::max<int64_t>(1, kTilesPerFlush / chunk_tiles);
+  // Block offsets count pixels of (images, h * w) (block_channels 1).
+  for_chunks(g, s.batch, chunk_tiles, 1, [&](const Chunk& c, RunPosition run) {
+    float* bordered = scratch<float, 10>(c_in * (c.images + 1) * g.plane);
+    border<R>(x, c_in, c, g, bordered);
+    const ProductArray v_layout(c_in, c.ld), e_layout(c.padded, lde);
+    float* v = scratch<float, 11>(v_layout.size(products));
+    transform_inputs<R>(bordered, c_in, c, g, v_layout, v);
+    // gyt (images, h * w, cop): the chunk's images of the output gradient, channels last (padding channels zero):
+    // the pixels of the chunk's tiles, widened to whole vectors where the plane allows (so that the transposition
+    // runs on whole blocks).
+    float* gyt = scratch<float, 12>(c.images * plane * cop);
+    for (int64_t i = 0; i < c.images; ++i) {
+      const TileRows rows = tile_rows(c, g, i);
+      int64_t first = m_out * rows.begin * g.w, pixels = std::min(m_out * rows.end, g.h) * g.w - first;
+      if (padded<float>(pixels) <= plane) {
+        pixels = padded<float>(pixels);
+        first = std::min(first, plane - pixels);
+      }
+      transpose(gy + (c.first + i) * c_out * plane + first, c_out, pixels, plane, gyt + (i * plane + first) * cop, cop);
+    }
+    // e (products, padded, lde): E^T (the padding tiles repeat tile 0; their V columns are zero). Pixels of a
+    // block outside the image are zero.
+    float* e = scratch<float, 13>(e_layout.size(products));
+    for (int64_t t = 0; t < c.padded; ++t) {
+      const float* block = gyt + c.block[t] * cop;
+      const Extent extent = c.extent[t];
+      for (int64_t c0 = 0; c0 < cop; c0 += kLanes) {
+        float* product = e + e_layout.at(0, t) + c0;
+        two_sided<n, m_out, V>(
+            [&](int a, V* row) {
+              for (int b = 0; b < m_out; ++b) {
+                row[b] = a < extent.rows && b < extent.cols ? conv_gemm::load(block + (a * g.w + b) * cop + c0) : V{};
+              }
+            },
+            Tiling<R>::gradient, [&](int, int, const V& value) {
+              conv_gemm::store(product, value);
+              product = opaque_step(product, e_layout.stride);
+            });
+      }
+    }
+    float* sums = scratch<float, 14>(sums_size);
+    for (int64_t k = 0; k < products; ++k) {
+      product_gemm(c_in, cop, c.padded, v + v_layout.at(k, 0), c.ld, e + e_layout.at(k, 0), lde,
+                   sums + k * c_in * cop, cop, run.index % chunks_per_flush != 0);
+    }
+    if ((run.index + 1) % chunks_per_flush == 0 || run.last) {
+      std::lock_guard<std::mutex> lock(merge);
+      if (empty) std::copy(sums, sums + sums_size, total);
+      else for (int64_t i = 0; i < sums_size; ++i) total[i] += sums[i];
+      empty = false;
+    }
+  });
+  weight_outputs<R>(total, c_out, c_in, cop, gw);
+}
+
+// Calls f.operator()<R>() with the shape's kernel size as a compile-time constant (supported() holds).
+template <class F>
+void with_kernel_size(const ConvShape& s, const F& f) {
+  if (s.kh == 3) return f.template operator()<3>();
+  return f.template operator()<5>();
+}
+
 }  // namespace
 
-// Below this many input or output channels (a network's RGB stem) the transforms outweigh the saved
-// multiplications, and the implicit GEMM is faster.
-constexpr int64_t kMinChannels = 8;
+// The fewest channels for which the Winograd kernels beat the implicit GEMM (docs/BENCHMARKS.md, "Winograd
+// convolutions for 5x5 kernels"): below them (an RGB stem for 3x3, a grayscale input for 5x5) the transforms cost
+// more than the saved multiplications in the forward pass and the weight gradient. With 5x5 kernels 4 input
+// channels break even on the forward pass and win on both gradients, and few output channels win on the forward
+// pass and the weight gradient.
+int64_t min_input_channels(int64_t kernel) { return kernel == 3 ? 8 : 4; }
+int64_t min_output_channels(int64_t kernel) { return kernel == 3 ? 8 : 1; }
 
 bool supported(const ConvShape& s) {
+  if (!(s.kh == 3 || s.kh == 5) || s.kw != s.kh) return false;
+  const int64_t pad = s.kh / 2, m = s.kh == 3 ? Tiling<3>::kOut : Tiling<5>::kOut;
+  const Geometry g(s.h, s.w, m, pad);
   const int64_t limit = std::numeric_limits<int32_t>::max() / 2;
-  return s.kh == 3 && s.kw == 3 && s.p.stride == Size2(1) && s.p.padding == Size2(1) && s.p.dilation == Size2(1) &&
-         s.groups == 1 && s.h % 2 == 0 && s.w % 2 == 0 && s.h >= 2 && s.w >= 2 && s.c_in >= kMinChannels &&
-         s.c_out >= kMinChannels &&
-         s.batch * std::max(s.c_in, s.c_out) * (s.h + 2) * (s.w + 2) < limit;
+  return s.p.stride == Size2(1) && s.p.padding == Size2(pad) && s.p.dilation == Size2(1) && s.groups == 1 &&
+         s.h >= 1 && s.w >= 1 && s.c_in >= min_input_channels(s.kh) && s.c_out >= min_output_channels(s.kh) &&
+         (s.batch + 1) * std::max(s.c_in, s.c_out) * g.plane < limit;
 }
 
 void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s) {
-  run_forward(x, s.c_in, transformed_filters(w, s.c_out, s.c_in, false), bias, y, s.c_out, s.batch,
-              Geometry(s.h, s.w));
+  with_kernel_size(s, [&]<int R>() { convolve<R>(x, w, bias, y, s); });
 }
 
 void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s) {
-  run_forward(gy, s.c_out, transformed_filters(w, s.c_in, s.c_out, true), nullptr, gx, s.c_in, s.batch,
-              Geometry(s.h, s.w));
+  with_kernel_size(s, [&]<int R>() { input_gradient<R>(gy, w, gx, s); });
 }
 
 void backward_weight(const float* gy, const float* x, float* gw, const ConvShape& s) {
-  const Geometry g(s.h, s.w);
-  const int64_t c_in = s.c_in, c_out = s.c_out, cip = padded<float>(c_in), plane = g.h * g.w;
-  const int64_t ldv = spread(cip);
-  const int64_t sums_size = kProducts * c_out * cip;  // S (16, C_out, cip)
-  float* total = scratch<float, 17>(sums_size);  // the calling thread's; workers add into it under `merge`
-  std::fill(total, total + sums_size, 0.0f);
-  std::mutex merge;
-  const bool threaded = get_num_threads() > 1;
-  for_chunks(g, s.batch, images_per_chunk(g, s.batch, c_in, c_out), c_out, [&](const Chunk& c) {
-    float* bordered = scratch<float, 10>(c_in * (c.images + 1) * g.plane);
-    border(x, c_in, c, g, bordered);
-    const int64_t stack = (c.images + 1) * g.plane;
-    // vt (16, padded, ldv): the transformed patches with channels along rows, 16 channels x 16 tiles at a time;
-    // e (16, C_out, ld): the transformed 2x2 blocks of the output gradient.
-    float* vt = scratch<float, 13>(kProducts * c.padded * ldv);
-    float* e = scratch<float, 14>(kProducts * c_out * c.ld);
-    with_segment(c, [&]<int Segment>() {
-      alignas(64) float staged[kProducts][kLanes][kLanes];  // [k][channel][tile]
-      V d[kProducts], rows[kLanes];
-      for (int64_t c0 = 0; c0 < cip; c0 += kLanes) {
-        for (int64_t t0 = 0; t0 < c.padded; t0 += kLanes) {
-          for (int64_t j = 0; j < kLanes; ++j) {
-            if (c0 + j < c_in) transformed_patches<Segment>(bordered + (c0 + j) * stack, c, g, t0, d);
-            else std::fill(d, d + kProducts, V{});
-            for (int64_t k = 0; k < kProducts; ++k) conv_gemm::store(staged[k][j], d[k]);
-          }
-          for (int64_t k = 0; k < kProducts; ++k) {
-            for (int64_t j = 0; j < kLanes; ++j) rows[j] = conv_gemm::load(staged[k][j]);
-            transpose_block<float>(rows);
-            for (int64_t l = 0; l < kLanes; ++l) conv_gemm::store(vt + (k * c.padded + t0 + l) * ldv + c0, rows[l]);
-          }
-        }
-      }
-      // e (16, C_out, ld): the transformed 2x2 blocks of the output gradient.
-      const float* gy_chunk = gy + c.first * c_out * plane;
-      V block[4];
-      for (int64_t co = 0; co < c_out; ++co) {
-        for (int64_t t0 = 0; t0 < c.padded; t0 += kLanes) {
-          load_blocks<Segment>(gy_chunk + co * plane, g.w, c.block.data() + t0, block);
-          gradient_transform(block, d);
-          for (int64_t k = 0; k < kProducts; ++k) conv_gemm::store(e + (k * c_out + co) * c.ld + t0, d[k]);
-        }
-      }
-    });
-    float* sums = threaded ? scratch<float, 15>(sums_size) : total;
-    if (threaded) std::fill(sums, sums + sums_size, 0.0f);
-    for (int64_t k = 0; k < kProducts; ++k) {
-      product_gemm(c_out, cip, c.padded, e + k * c_out * c.ld, c.ld, vt + k * c.padded * ldv, ldv,
-                   sums + k * c_out * cip, cip, true);
-    }
-    if (threaded) {
-      std::lock_guard<std::mutex> lock(merge);
-      for (int64_t i = 0; i < sums_size; ++i) total[i] += sums[i];
-    }
-  });
-  for (int64_t co = 0; co < c_out; ++co) {
-    for (int64_t ci = 0; ci < c_in; ++ci) {
-      weight_output_transform(total + co * cip + ci, c_out * cip, gw + (co * c_in + ci) * 9);
-    }
-  }
+  with_kernel_size(s, [&]<int R>() { weight_gradient<R>(gy, x, gw, s); });
 }
 
 }  // namespace syncgrad::cpu::winograd

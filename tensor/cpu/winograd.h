@@ -1,27 +1,31 @@
-// Winograd kernels for float32 3x3 convolutions with stride 1 and padding 1 (the body of ResNets): 2.25x fewer
-// multiplications than a direct convolution, for the forward pass and both gradients (tensor/cpu/conv.cpp picks
-// them where supported() says so). Per chunk of images the 2x2 output tiles are transformed 16 at a time
-// (winograd_tiles.h), then 16 GEMMs (conv_gemm.h) combine the channels:
+// Winograd kernels for float32 convolutions with 3x3 or 5x5 kernels, stride 1 and "same" padding (1 or 2): the
+// body of ResNets and the bundled CNN's second layer. F(2x2, 3x3) needs 2.25x fewer multiplications than a
+// direct convolution, F(4x4, 5x5) 6.25x, for the forward pass and both gradients (tensor/cpu/conv.cpp picks them
+// where supported() says so). Per chunk of tiles the m x m output tiles (m = 2, 4) are transformed 16 at a time
+// (winograd_tiles.h, winograd_transforms.h), then one GEMM per transformed position (conv_gemm.h; 16 for 3x3,
+// 64 for 5x5) combines the channels:
 //   forward:      M_k (C_out, T) = U_k (C_out, C_in) * V_k (C_in, T), then Y = A^T M A per tile
 //   grad input:   the forward with grad_out as input and the flipped, transposed filters
-//   grad weight:  S_k (C_out, C_in) += E_k (C_out, T) * V_k^T (T, C_in) over all tiles, then C^T S C
-// k = one of the 16 positions of a transformed 4x4 tile, T = tiles of the chunk (one per 2x2 output block). Results
-// differ from the direct convolution by rounding only (relative 1e-6 for typical sizes).
+//   grad weight:  S^T_k (C_in, C_out) += V_k (C_in, T) * E^T_k (T, C_out) over all tiles, then C^T S C
+// k = one position of a transformed (m + R - 1)^2 tile, T = tiles of the chunk (one per m x m output block).
+// Results differ from the direct convolution by rounding only: relative ~5e-7 for 3x3, ~5e-6 (forward) to ~1e-5
+// (weight gradient) for 5x5 (tests/tensor/test_winograd.cpp).
 #pragma once
 
 #include "tensor/cpu/conv_im2col.h"
 
 namespace syncgrad::cpu::winograd {
 
-// 3x3 kernel, stride 1, padding 1, dilation 1, one group, even height and width, at least 8 input and output
-// channels, and tensors small enough for 32-bit offsets.
+// 3x3 kernel with padding 1 and at least 8 input and output channels, or 5x5 with padding 2 and at least 4 input
+// channels; stride 1, dilation 1, one group, and tensors small enough for 32-bit offsets. Any image size: tiles that stick out of the image
+// read zeros and write only their part inside it.
 bool supported(const ConvShape& s);
 
-// y (N, C_out, H, W) = conv(x (N, C_in, H, W), w (C_out, C_in, 3, 3)) + bias (C_out; may be null).
+// y (N, C_out, H, W) = conv(x (N, C_in, H, W), w (C_out, C_in, R, R)) + bias (C_out; may be null).
 void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s);
 // gx (N, C_in, H, W) from gy (N, C_out, H, W) and w.
 void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s);
-// gw (C_out, C_in, 3, 3) = the weight gradient summed over the batch, from gy and x.
+// gw (C_out, C_in, R, R) = the weight gradient summed over the batch, from gy and x.
 void backward_weight(const float* gy, const float* x, float* gw, const ConvShape& s);
 
 }  // namespace syncgrad::cpu::winograd
