@@ -1,9 +1,11 @@
 // The scaling model (tools/bench/): the ring allreduce cost, the bucket-overlap timeline on a hand-computed
-// example, DDP and DataParallel step predictions term by term, the link fit, the verdict at 8 workers, and the
-// report helpers (medians, spreads, combining repeats, the SVG writer's escaping and range checks).
+// example, DDP and DataParallel step predictions term by term (communication hooks' collectives and decoding
+// included), the compute slowdown from the threads' accounting, the link fit, the verdict at 8 workers, and
+// the report helpers (medians, spreads, combining repeats, the SVG writer's escaping and range checks).
 #include <doctest/doctest.h>
 
 #include "tests/check_error.h"
+#include "tools/bench/ddp_rank.h"
 #include "tools/bench/link_fit.h"
 #include "tools/bench/scaling_analysis.h"
 #include "tools/bench/scaling_measure.h"
@@ -84,7 +86,7 @@ TEST_CASE("overlap timeline: a bucket starts when it is ready and the previous a
   // Buckets ready at 1, 2 and 3 ms, 1.5 ms each, backward's compute ends at 3 ms:
   //   b0 1.0 -> 2.5, b1 max(2, 2.5) = 2.5 -> 4.0, b2 max(3, 4) = 4.0 -> 5.5: 2.5 ms exposed.
   const std::vector<BucketLoad> buckets = {{1e-3, 1}, {2e-3, 1}, {3e-3, 1}};
-  const auto cost = [](double) { return 1.5e-3; };
+  const auto cost = [](size_t) { return 1.5e-3; };
   const Timeline on = overlap_timeline(buckets, 3e-3, 0, true, cost);
   REQUIRE(on.buckets.size() == 3);
   CHECK(on.buckets[0].start_seconds == Approx(1e-3));
@@ -101,7 +103,7 @@ TEST_CASE("overlap timeline: a bucket starts when it is ready and the previous a
   CHECK(late.buckets[0].start_seconds == Approx(1.8e-3));
   CHECK(late.exposed_seconds() == Approx(3.3e-3));
   // Cheap buckets are hidden completely.
-  CHECK(overlap_timeline(buckets, 3e-3, 0, true, [](double) { return 0.5e-3; }).exposed_seconds() == Approx(0.5e-3));
+  CHECK(overlap_timeline(buckets, 3e-3, 0, true, [](size_t) { return 0.5e-3; }).exposed_seconds() == Approx(0.5e-3));
   CHECK(overlap_timeline({}, 3e-3, 0, true, cost).exposed_seconds() == 0);
 }
 
@@ -130,13 +132,13 @@ TEST_CASE("predict_ddp: data + forward + backward (last gradient + tail) + expos
   settings.wire_fraction = 1;
   const StepPrediction contended = predict_ddp(p, 2, link, settings, Machine{2, true});
   CHECK(contended.forward_seconds == Approx(2 * 4.1e-3));
-  // The step check's allgather holds the link from the first gradient (1 ms) for (p - 1) messages of 16 bytes:
-  // with 1.5 ms latency the first bucket (ready at 2 ms) waits until 2.5 ms.
+  // The step check holds the link from the first gradient (1 ms) for a ring allreduce of 2 x 16 bytes: with
+  // 1.5 ms latency per ring step the first bucket (ready at 2 ms) waits until 1 + 2 x 1.5 = 4 ms.
   const Link slow{"slow", 1.5e-3, 1e9, ""};
   const StepPrediction unchecked = predict_ddp(p, 2, slow, settings, machine);
   settings.step_check = true;
   const StepPrediction checked = predict_ddp(p, 2, slow, settings, machine);
-  CHECK(checked.step_seconds - unchecked.step_seconds == Approx(2.5e-3 + 16 / 1e9 - 2e-3));
+  CHECK(checked.step_seconds - unchecked.step_seconds == Approx(4e-3 + 32 / 1e9 - 2e-3));
   // Buffers (BatchNorm statistics) are broadcast one after another before forward, all exposed.
   StepProfile with_buffers = p;
   with_buffers.buffer_bytes = {1e6, 1e3};
@@ -264,11 +266,173 @@ TEST_CASE("a link with a split size: its own alpha and beta above it, fitted fro
 TEST_CASE("the verdict at 8 workers: DP under 3x and DDP at >= 80% efficiency") {
   PredictedCurve curve;
   CHECK(verdict_at_8(curve) == "no prediction at 8 workers");
-  curve.points.push_back({.workers = 8, .dp_speedup = 2.5, .ddp_speedup = 7.0});
+  PredictedPoint at_8;
+  at_8.workers = 8;
+  at_8.dp_speedup = 2.5;
+  at_8.ddp_speedup = 7.0;
+  curve.points.push_back(at_8);
   CHECK(verdict_at_8(curve).find("the claim holds") != std::string::npos);
   curve.points[0].dp_speedup = 3.5;
   CHECK(verdict_at_8(curve).find("not under 3x") != std::string::npos);
   CHECK(verdict_at_8(curve).find("does not hold") != std::string::npos);
-  curve.points[0] = {.workers = 8, .dp_speedup = 2.5, .ddp_speedup = 6.0};  // 75%
+  curve.points[0].dp_speedup = 2.5;
+  curve.points[0].ddp_speedup = 6.0;  // 75%
   CHECK(verdict_at_8(curve).find("not near linear") != std::string::npos);
+}
+
+TEST_CASE("the step check: every rank's 16 bytes gathered by one ring allreduce of p x 16 bytes") {
+  const Link link = test_link();
+  CHECK(step_check_seconds(2, link) == Approx(ring_allreduce_seconds(32, 2, link)));
+  CHECK(step_check_seconds(8, link) == Approx(2 * 7.0 / 8 * 128 / 1e9 + 14 * 10e-6));
+}
+
+TEST_CASE("predict_ddp with a communication hook: its launched collectives replace the buckets' allreduces") {
+  const StepProfile p = test_profile();
+  const Link link = test_link();
+  const Machine machine{1, true};
+  DdpSettings plain;
+  plain.step_check = false;
+  const StepPrediction allreduce = predict_ddp(p, 2, link, plain, machine);
+  // Buckets ready at 2 ms (1.2 MiB) and 3 ms (0.6 MiB). A hook sending a quarter of each bucket, costed on the
+  // link: bucket 0 0.3 MiB from 2 ms, bucket 1 0.15 MiB from 3 ms (the first is done by then).
+  DdpSettings quarter = plain;
+  quarter.hook_collectives = {{0, false, 0.3 * kMiB, -1}, {1, false, 0.15 * kMiB, -1}};
+  const StepPrediction compressed = predict_ddp(p, 2, link, quarter, machine);
+  const double c1 = 0.15 * kMiB / 1e9 + 20e-6;
+  CHECK(compressed.exposed_comm_seconds == Approx(c1));  // bucket 1's allreduce after the last gradient
+  CHECK(compressed.step_seconds < allreduce.step_seconds);
+  // A measured (replayed) cost replaces the link's: bucket 1 taking 2 ms ends 2 ms after backward's compute.
+  DdpSettings measured = quarter;
+  measured.hook_collectives[1].seconds = 2e-3;
+  CHECK(predict_ddp(p, 2, link, measured, machine).exposed_comm_seconds == Approx(2e-3));
+  // Two collectives launched for bucket 1 (PowerSGD's uncompressed vectors and its P) run one after the other.
+  DdpSettings two = measured;
+  two.hook_collectives.push_back({1, false, 0, 0.5e-3});
+  CHECK(predict_ddp(p, 2, link, two, machine).exposed_comm_seconds == Approx(2.5e-3));
+  // A bucket index past the plan (the run's buckets differ from the plan) is charged to the last bucket.
+  DdpSettings beyond = measured;
+  beyond.hook_collectives.push_back({7, false, 0, 0.5e-3});
+  CHECK(predict_ddp(p, 2, link, beyond, machine).exposed_comm_seconds == Approx(2.5e-3));
+}
+
+TEST_CASE("predict_ddp with a communication hook: finish() collectives and decoding are serial after the wait") {
+  StepProfile p = test_profile();
+  const Link link = test_link();
+  DdpSettings settings;
+  settings.step_check = false;
+  settings.hook_collectives = {{0, false, 0, 0.1e-3}, {1, false, 0, 0.1e-3}, {0, true, 0, 0.3e-3},
+                               {1, true, 0.2 * kMiB, -1}};
+  const StepPrediction without = predict_ddp(p, 2, link, settings, Machine{1, true});
+  // Launched: b0 2.0 -> 2.1 ms, b1 3.0 -> 3.1 ms: 0.1 ms after the last gradient. Then finish() of bucket 0
+  // waits 0.3 ms for its collective and bucket 1 for an allreduce of 0.2 MiB on the link.
+  const double finishing = 0.3e-3 + 0.2 * kMiB / 1e9 + 20e-6;
+  CHECK(without.exposed_comm_seconds == Approx(0.1e-3 + finishing));
+  CHECK(without.comm_seconds == Approx(0.2e-3 + finishing));
+  // The hook's decoding (finish() with one worker) is compute: scaled like the rest, added to backward.
+  p.hook_finish_seconds = 0.4e-3;
+  const StepPrediction decoding = predict_ddp(p, 2, link, settings, Machine{1, true});
+  CHECK(decoding.backward_seconds - without.backward_seconds == Approx(0.4e-3));
+  CHECK(decoding.step_seconds - without.step_seconds == Approx(0.4e-3));
+  StepProfile slow = p;
+  slow.hook_finish_seconds = 0;
+  const StepPrediction contended = predict_ddp(p, 2, link, settings, Machine{2, true});
+  CHECK(contended.backward_seconds - predict_ddp(slow, 2, link, settings, Machine{2, true}).backward_seconds ==
+        Approx(0.8e-3));
+  // With one worker there is nothing to send, but the hook still encodes and decodes.
+  CHECK(predict_ddp(p, 1, link, settings, Machine{1, true}).backward_seconds == Approx(3.5e-3 + 0.4e-3));
+}
+
+namespace {
+
+// A measured DDP point at `workers` with the given per-rank thread loads and forward time.
+MeasuredPoint ddp_point(int workers, double forward, std::vector<ThreadLoad> loads,
+                        const std::string& hook = "allreduce", const std::string& group = "main") {
+  MeasuredPoint point;
+  point.group = group;
+  point.setting = group == "hooks" ? hook : "";
+  point.result.config.mode = "ddp";
+  point.result.config.workers = workers;
+  point.result.config.hook = hook;
+  point.result.split.forward = forward;
+  point.result.thread_load = std::move(loads);
+  return point;
+}
+
+}  // namespace
+
+TEST_CASE("DDP's compute slowdown: the slowest rank's compute thread (on a core or waiting) over the profile") {
+  const StepProfile p = test_profile();  // DDP compute: 0.5 + 4 + 0.1 + 3.5 + 1 = 9.1 ms
+  CHECK(p.ddp_compute_seconds() == Approx(9.1e-3));
+  Measurements m;
+  m.points.push_back(ddp_point(1, 4e-3, {{8e-3, 1.1e-3, 0, 0}}));
+  m.points.push_back(ddp_point(2, 5e-3, {{10e-3, 8.2e-3, 2e-3, 3e-3}, {12e-3, 4e-3, 2e-3, 3e-3}}));
+  const MeasuredPoint& two = m.points[1];
+  CHECK(busiest_compute_thread(two.result) == Approx(18.2e-3));  // rank 0: 10 on a core + 8.2 waiting
+  CHECK(compute_scale_of(two, p, m) == Approx(2.0));
+  // The prediction's compute is then the slowest rank's measured one: 2 x 9.1 ms.
+  DdpSettings settings;
+  const StepPrediction predicted = predict_ddp(p, 2, test_link(), settings, Machine{2.0, true});
+  CHECK(predicted.step_seconds - predicted.exposed_comm_seconds == Approx(18.2e-3));
+  // Without the kernel's figures: the forward's slowdown over the main one-worker run's (5 / 4).
+  MeasuredPoint unknown = two;
+  unknown.result.thread_load.clear();
+  CHECK(compute_scale_of(unknown, p, m) == Approx(1.25));
+  // DataParallel's threads live in the bench's process: always the forward's slowdown.
+  MeasuredPoint dp_one = ddp_point(1, 4e-3, {{8e-3, 0, 0, 0}}), dp_two = ddp_point(2, 6e-3, {{30e-3, 0, 0, 0}});
+  dp_one.result.config.mode = dp_two.result.config.mode = "dp";
+  m.points.push_back(dp_one);
+  CHECK(compute_scale_of(dp_two, p, m) == Approx(1.5));
+}
+
+TEST_CASE("profile_for: a hook's point is predicted from the hook's one-worker backward and decoding") {
+  const StepProfile base = test_profile();
+  Measurements m;
+  MeasuredPoint one = ddp_point(1, 4e-3, {}, "fp16", "hooks");
+  one.result.split.backward = 4.2e-3;
+  one.result.split.hook_finish = 0.3e-3;
+  one.result.gradients = {{1.5e-3, 0, 0.6 * kMiB}, {4e-3, 0, 1.2 * kMiB}};
+  m.points.push_back(one);
+  RunConfig c;
+  c.mode = "ddp";
+  c.workers = 2;
+  c.hook = "fp16";
+  const StepProfile fp16 = profile_for(base, c, m);
+  CHECK(fp16.ddp_backward_seconds == Approx(4.2e-3));
+  CHECK(fp16.hook_finish_seconds == Approx(0.3e-3));
+  CHECK(fp16.last_ready_seconds() == Approx(4e-3));
+  CHECK(fp16.ddp_compute_seconds() == Approx(base.ddp_compute_seconds() + 0.7e-3 + 0.3e-3));
+  // The default hook, or a hook without a one-worker run: the base profile.
+  c.hook = "allreduce";
+  CHECK(profile_for(base, c, m).ddp_backward_seconds == Approx(3.5e-3));
+  c.hook = "bf16";
+  CHECK(profile_for(base, c, m).hook_finish_seconds == 0);
+}
+
+TEST_CASE("the rank skew: each step waits for that step's slowest rank") {
+  // Two ranks whose compute alternates: rank 0 takes 3, 1, 3, 1 ms, rank 1 1, 3, 1, 3 ms. Each rank's mean is
+  // 2 ms, but every step waits for a 3 ms rank: 1 ms of skew per step.
+  const auto rank = [](int r, std::vector<double> forward_ms) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (double f : forward_ms) steps.push_back(to_json(StepRecord{.forward = f * 1e-3, .step = f * 1e-3}));
+    return nlohmann::json{{"rank", r}, {"steps", steps}, {"peak_bytes", 1.0}, {"wall_seconds", 0.01},
+                          {"payload_bytes_per_step", 0.0}, {"buckets", 1}, {"gradients", nlohmann::json::array()},
+                          {"collectives", nlohmann::json::array()}};
+  };
+  RunConfig config;
+  config.workers = 2;
+  config.steps = 4;
+  const RunResult merged = merge_rank_results(config, {rank(0, {3, 1, 3, 1}), rank(1, {1, 3, 1, 3})});
+  CHECK(merged.rank_skew_seconds == Approx(1e-3));
+  CHECK(merged.mean_step_seconds == Approx(0.01 / 4));
+  // Ranks in step with each other wait for nobody; one rank always slower is the slowest rank's mean, not skew.
+  CHECK(merge_rank_results(config, {rank(0, {3, 1, 3, 1}), rank(1, {3, 1, 3, 1})}).rank_skew_seconds == 0);
+  CHECK(merge_rank_results(config, {rank(0, {3, 3, 3, 3}), rank(1, {1, 1, 1, 1})}).rank_skew_seconds == 0);
+  // The prediction adds it once per step.
+  const StepProfile p = test_profile();
+  DdpSettings settings;
+  const StepPrediction even = predict_ddp(p, 2, test_link(), settings, Machine{1, true, 0});
+  const StepPrediction skewed = predict_ddp(p, 2, test_link(), settings, Machine{1, true, 1e-3});
+  CHECK(skewed.rank_skew_seconds == Approx(1e-3));
+  CHECK(skewed.step_seconds - even.step_seconds == Approx(1e-3));
+  CHECK(predict_ddp(p, 1, test_link(), settings, Machine{1, true, 1e-3}).rank_skew_seconds == 0);
 }

@@ -35,6 +35,11 @@ assert doc["model"] == "mlp" and doc["workers"] == [1, 2]
 assert len(doc["runs"]) == 5 and all(len(r["peak_bytes_per_worker"]) == r["workers"] for r in doc["runs"])
 assert doc["measured_link"]["beta_bytes_per_second"] > 0
 assert len(doc["validation"]) == 4 and all("error" in v for v in doc["validation"])
+assert all(v["measured_step"] in ("mean", "median") for v in doc["validation"])
+ddp2 = [r for r in doc["runs"] if r["mode"] == "ddp" and r["workers"] == 2][0]
+assert any(c["call"] == "launch" and c["replay_seconds"] > 0 for c in ddp2["collectives"]), ddp2["collectives"]
+# one per DDP rank; one for the bench's own process (single, dp); none where the kernel does not report it
+assert all(len(r["thread_load_per_step"]) in (0, r["workers"] if r["mode"] == "ddp" else 1) for r in doc["runs"])
 assert {c["link"]["name"] for c in doc["predictions"]} == {"measured", "pcie4", "nvlink4", "ib-hdr"}
 svg = ET.parse(f"{d}/s.svg").getroot()
 assert svg.tag.endswith("svg")

@@ -16,7 +16,8 @@ void run_ddp_rank(const RunConfig& config, const std::string& out_dir);
 // The path rank `rank` writes to.
 std::string rank_result_path(const std::string& out_dir, int rank);
 
-// Merges the ranks' files into one RunResult (steps of all ranks, rank 0's wall time and sweep).
+// Merges the ranks' files into one RunResult (steps of all ranks, rank 0's wall time and sweep, the rank skew
+// of their steps taken pairwise).
 RunResult merge_rank_results(const RunConfig& config, const std::vector<nlohmann::json>& ranks);
 
 }  // namespace syncgrad::bench

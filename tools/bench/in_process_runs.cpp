@@ -2,6 +2,7 @@
 #include "tools/bench/in_process_runs.h"
 
 #include <functional>
+#include <optional>
 
 #include "autograd/grad_mode.h"
 #include "distributed/data_parallel.h"
@@ -14,6 +15,7 @@
 #include "tensor/ops/factories.h"
 #include "tools/bench/batch_source.h"
 #include "tools/bench/phase_timer.h"
+#include "tools/bench/thread_load.h"
 
 namespace syncgrad::bench {
 namespace {
@@ -22,14 +24,22 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kDeviceZeroTag = 1;  // the caller's thread: DataParallel's first device
 
-// Runs config.warmup + config.steps steps of `step`; returns the measured ones and sets wall_seconds.
-std::vector<StepRecord> measure_steps(const RunConfig& config, const std::function<void(StepRecord&)>& step,
-                                      double& wall_seconds) {
-  std::vector<StepRecord> records;
+struct Measured {
+  std::vector<StepRecord> steps;
+  double wall_seconds = 0;
+  std::optional<ThreadLoad> load;  // per step
+};
+
+// Runs config.warmup + config.steps steps of `step` and keeps the measured ones.
+Measured measure_steps(const RunConfig& config, const std::function<void(StepRecord&)>& step) {
+  Measured measured;
+  std::vector<StepRecord>& records = measured.steps;
   Clock::time_point start;
+  std::optional<ThreadLoad> load_at_start;
   for (int i = 0; i < config.warmup + config.steps; ++i) {
     if (i == config.warmup) {
       reset_memory_tag_peaks();
+      load_at_start = read_thread_load();
       start = Clock::now();
     }
     StepRecord record;
@@ -38,16 +48,21 @@ std::vector<StepRecord> measure_steps(const RunConfig& config, const std::functi
     record.step = std::chrono::duration<double>(Clock::now() - step_start).count();
     if (i >= config.warmup) records.push_back(record);
   }
-  wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return records;
+  measured.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::optional<ThreadLoad> load_at_end = read_thread_load();
+  if (load_at_start && load_at_end) measured.load = (*load_at_end - *load_at_start) / config.steps;
+  return measured;
 }
 
-RunResult summarise(const RunConfig& config, std::vector<StepRecord> steps, double wall_seconds) {
+RunResult summarise(const RunConfig& config, Measured measured) {
   RunResult result;
   result.config = config;
-  result.steps = std::move(steps);
+  result.steps = std::move(measured.steps);
+  const double wall_seconds = measured.wall_seconds;
+  if (measured.load) result.thread_load = {*measured.load};
   result.split = median_split(result.steps);
   result.wall_seconds = wall_seconds;
+  result.mean_step_seconds = wall_seconds / config.steps;
   result.samples_per_second = static_cast<double>(config.steps * config.workers * config.batch) / wall_seconds;
   std::vector<double> times;
   for (const StepRecord& s : result.steps) times.push_back(s.step);
@@ -63,8 +78,7 @@ RunResult run_single(const RunConfig& config, const SyntheticTask& task) {
   auto model = models::make_model(config.model, &init);
   optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
   BatchSource data(task, config.batch, config.loader, config.loader_workers, config.seed + 1);
-  double wall = 0;
-  auto steps = measure_steps(
+  const Measured measured = measure_steps(
       config,
       [&](StepRecord& r) {
         PhaseTimer t;
@@ -80,21 +94,21 @@ RunResult run_single(const RunConfig& config, const SyntheticTask& task) {
         opt.step();
         opt.zero_grad(false);
         r.optimizer = t.lap();
-      },
-      wall);
-  return summarise(config, std::move(steps), wall);
+      });
+  return summarise(config, measured);
 }
 
 RunResult run_data_parallel(const RunConfig& config, const SyntheticTask& task) {
   Generator init(config.seed);
   auto model = models::make_model(config.model, &init);
   const std::string name = config.model;
-  distributed::DataParallel dp(model, [name] { return models::make_model(name); },
-                               {.num_workers = config.workers, .memory_tags = true});
+  distributed::DataParallelOptions options;
+  options.num_workers = config.workers;
+  options.memory_tags = true;
+  distributed::DataParallel dp(model, [name] { return models::make_model(name); }, options);
   optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
   BatchSource data(task, config.batch * config.workers, config.loader, config.loader_workers, config.seed + 1);
-  double wall = 0;
-  auto steps = measure_steps(
+  const Measured measured = measure_steps(
       config,
       [&](StepRecord& r) {
         PhaseTimer t;
@@ -118,9 +132,8 @@ RunResult run_data_parallel(const RunConfig& config, const SyntheticTask& task) 
         opt.step();
         opt.zero_grad(false);
         r.optimizer = t.lap();
-      },
-      wall);
-  return summarise(config, std::move(steps), wall);
+      });
+  return summarise(config, measured);
 }
 
 double median_seconds(int repeats, const std::function<void()>& body) {
@@ -173,7 +186,9 @@ void measure_dp_serial_costs(const RunConfig& config, StepProfile& profile, int 
   profile.output_copy_seconds = median_seconds(repeats, [&] { raw::clone(detached); });
   // One hand-off to a worker thread and back: DataParallel with 2 workers on a 1x1 linear layer.
   auto tiny = [] { return std::make_shared<nn::Linear>(1, 1); };
-  distributed::DataParallel dp(tiny(), tiny, {.num_workers = 2});
+  distributed::DataParallelOptions two_workers;
+  two_workers.num_workers = 2;
+  distributed::DataParallel dp(tiny(), tiny, two_workers);
   const Tensor two = zeros({2, 1});
   std::vector<double> regions;
   for (int i = 0; i < repeats; ++i) {

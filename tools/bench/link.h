@@ -13,7 +13,7 @@ struct Link {
   double beta_bytes_per_second = 1e9;  // bandwidth of one direction of one link
   std::string source;                  // one line: how alpha and beta were obtained
   // Collectives of more than split_bytes use the second pair (this machine's Gloo group reduces messages up
-  // to 1 MiB with another algorithm than larger ones); 0: one pair for every size.
+  // to 8 MiB with another algorithm than larger ones); 0: one pair for every size.
   double split_bytes = 0;
   double large_alpha_seconds = 0;
   double large_beta_bytes_per_second = 1e9;

@@ -65,7 +65,10 @@ LinkFit fit_link(const std::vector<AllreduceSample>& samples, int p, double spli
       "fitted here to {}-worker allreduce times ({:.0f} KiB .. {:.0f} MiB over 127.0.0.1, "
       "Gloo{}), worst residual {:.0f}%",
       p, samples.front().bytes / 1024, samples.back().bytes / (1 << 20),
-      fit.link.split_bytes > 0 ? ", one fit up to 1 MiB and one above" : "", 100 * fit.worst_relative_error);
+      fit.link.split_bytes > 0
+          ? fmt::format(", one fit up to {:g} MiB and one above", fit.link.split_bytes / (1 << 20))
+          : "",
+      100 * fit.worst_relative_error);
   return fit;
 }
 

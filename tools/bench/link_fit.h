@@ -1,6 +1,6 @@
 // Fitting a Link to measured allreduce times: t = 2(p-1) alpha + 2(p-1)/p * bytes / beta (the ring cost),
 // least squares on the relative error so small and large messages weigh alike. With a split size, messages up
-// to it and above it get a pair each (this machine's Gloo group switches algorithms at 1 MiB).
+// to it and above it get a pair each (this machine's Gloo group switches algorithms at 8 MiB).
 #pragma once
 
 #include <vector>

@@ -58,17 +58,25 @@ nlohmann::json to_json(const RunResult& r) {
   }
   nlohmann::json allreduce = nlohmann::json::array();
   for (const AllreduceSample& s : r.allreduce) allreduce.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
+  nlohmann::json loads = nlohmann::json::array();
+  for (const ThreadLoad& l : r.thread_load) loads.push_back(to_json(l));
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const CollectiveCost& c : r.collectives) collectives.push_back(to_json(c));
   return {{"config", to_json(r.config)},
           {"label", r.config.label()},
           {"median_seconds", to_json(r.split)},
           {"wall_seconds", r.wall_seconds},
+          {"mean_step_seconds", r.mean_step_seconds},
           {"samples_per_second", r.samples_per_second},
           {"noise", r.noise},
           {"peak_bytes_per_worker", r.peak_bytes},
           {"payload_bytes_per_step", r.payload_bytes_per_step},
           {"buckets", r.buckets},
           {"gradients", gradients},
-          {"allreduce", allreduce}};
+          {"allreduce", allreduce},
+          {"thread_load_per_step", loads},
+          {"collectives", collectives},
+          {"rank_skew_seconds", r.rank_skew_seconds}};
 }
 
 }  // namespace syncgrad::bench

@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "tools/bench/collective_record.h"
 #include "tools/bench/step_profile.h"
 #include "tools/bench/step_record.h"
+#include "tools/bench/thread_load.h"
 
 namespace syncgrad::bench {
 
@@ -43,6 +45,7 @@ struct RunResult {
   std::vector<StepRecord> steps;  // DDP: every rank's steps
   StepRecord split;               // per-phase medians
   double wall_seconds = 0;        // the measured steps
+  double mean_step_seconds = 0;   // wall_seconds / steps (combined repeats: their mean)
   double samples_per_second = 0;
   double noise = 0;                        // relative spread of the step times
   std::vector<double> peak_bytes;          // per worker
@@ -50,6 +53,17 @@ struct RunResult {
   int buckets = 0;                         // DDP
   std::vector<GradientReady> gradients;    // DDP with one worker: when each gradient became final
   std::vector<AllreduceSample> allreduce;  // DDP with allreduce_sweep
+  // Per measured step: the compute thread's and the other threads' time on a core and waiting for one. DDP: one
+  // per rank; single and DP: one for the bench's process (the caller's thread is "main", DataParallel's workers
+  // are among the others). Empty where the kernel does not report it.
+  std::vector<ThreadLoad> thread_load;
+  // DDP with more than one worker: the mean over steps of the slowest rank's compute (data, forward, backward,
+  // optimizer: wall time, waits for a core included) minus the largest of the ranks' mean computes -- how much
+  // later than its slowest rank on average a step that synchronises all ranks can go on.
+  double rank_skew_seconds = 0;
+  // DDP: rank 0's collectives of one step, replayed after training from 5 steps spread over the measured ones
+  // and averaged (more than one worker).
+  std::vector<CollectiveCost> collectives;
 };
 
 nlohmann::json to_json(const RunConfig& config);

@@ -13,8 +13,9 @@
 namespace syncgrad::bench {
 namespace {
 
-// The Gloo group reduces messages up to this size on its synchronous path (distributed/gloo_small_allreduce.h).
-constexpr double kGlooSmallMessageBytes = 1 << 20;
+// The Gloo group reduces messages up to this size on its synchronous path (GlooSmallAllreduce::kMaxBytes in
+// distributed/gloo_small_allreduce.h, a private header).
+constexpr double kGlooSmallMessageBytes = 8 << 20;
 
 StepProfile build_profile(const ScalingOptions& options, const Measurements& m) {
   StepProfile profile;
@@ -58,13 +59,29 @@ std::optional<LinkFit> fit_measured_link(const ScalingOptions& options, const Me
   return fit_link(samples, p, kGlooSmallMessageBytes);
 }
 
-DdpSettings settings_of(const RunConfig& c, const RunResult& result, const StepProfile& profile) {
+// The run's communication hook as the model sees it: the collectives its launch() and finish() issued per step
+// (rank 0's record); with replayed_costs, those in other dtypes than f32 (f16, bf16) cost their replayed time,
+// the others a ring allreduce of their bytes on the link.
+std::vector<HookCollective> hook_collectives_of(const RunResult& result, bool replayed_costs) {
+  std::vector<HookCollective> hooks;
+  for (const CollectiveCost& c : result.collectives) {
+    if (c.origin.call == CollectiveOrigin::Call::kOther) continue;
+    const bool measured = replayed_costs && c.dtype != DType::f32 && c.replay_seconds > 0;
+    hooks.push_back({c.origin.bucket, c.origin.call == CollectiveOrigin::Call::kFinish, c.bytes,
+                     measured ? c.replay_seconds : -1});
+  }
+  return hooks;
+}
+
+DdpSettings settings_of(const RunConfig& c, const RunResult& result, const StepProfile& profile, bool replayed_costs) {
   DdpSettings settings;
   settings.first_bucket_bytes = c.first_bucket_mb * (1 << 20);
   settings.bucket_bytes = c.bucket_cap_mb * (1 << 20);
   settings.overlap = c.overlap;
-  // Compression hooks send fewer bytes than the gradients hold: take what the ranks handed to the group.
-  if (c.hook != "allreduce" && profile.gradient_bytes() > 0) {
+  if (c.hook == "allreduce") return settings;
+  settings.hook_collectives = hook_collectives_of(result, replayed_costs);
+  // Without a record (older results): what the ranks handed to the group, spread over the buckets' allreduces.
+  if (settings.hook_collectives.empty() && profile.gradient_bytes() > 0) {
     settings.wire_fraction = result.payload_bytes_per_step / profile.gradient_bytes();
   }
   return settings;
@@ -77,6 +94,40 @@ std::vector<int> predicted_worker_counts(int max_workers) {
 }
 
 }  // namespace
+
+// The profile a DDP point is predicted from: the one-worker profile, with a communication hook's backward
+// (its encoding included), gradient times and decoding taken from the same hook's one-worker run.
+StepProfile profile_for(const StepProfile& base, const RunConfig& c, const Measurements& m) {
+  if (c.hook == "allreduce") return base;
+  const MeasuredPoint* one = m.find("hooks", "ddp", 1, c.hook);
+  if (one == nullptr) return base;
+  StepProfile profile = base;
+  profile.ddp_backward_seconds = one->result.split.backward;
+  profile.hook_finish_seconds = one->result.split.hook_finish;
+  if (!one->result.gradients.empty()) profile.gradients = one->result.gradients;
+  return profile;
+}
+
+// The slowest rank's compute thread per step: on a core or waiting for one (0 without the kernel's figures).
+double busiest_compute_thread(const RunResult& r) {
+  double busiest = 0;
+  for (const ThreadLoad& l : r.thread_load) busiest = std::max(busiest, l.main_cpu + l.main_wait);
+  return busiest;
+}
+
+// Compute slowdown of a measured point. DDP: the slowest rank's compute thread per step (on a core or waiting
+// for one) over the profile's compute -- the ranks' compute threads share the cores with each other, with their
+// Gloo threads and with other processes, and wait for a core after every hand-off. DP (threads of this
+// process), or without the kernel's figures: the forward's time over the one-worker run's of the same mode.
+double compute_scale_of(const MeasuredPoint& point, const StepProfile& profile, const Measurements& m) {
+  const RunResult& r = point.result;
+  const double busiest = busiest_compute_thread(r);
+  if (r.config.mode == "ddp" && busiest > 0 && profile.ddp_compute_seconds() > 0) {
+    return busiest / profile.ddp_compute_seconds();
+  }
+  const MeasuredPoint* one = m.find("main", r.config.mode, 1);
+  return one && one->result.split.forward > 0 ? r.split.forward / one->result.split.forward : 1;
+}
 
 bool Validation::within() const { return std::abs(error) <= std::max(kTargetError, noise); }
 
@@ -107,11 +158,10 @@ Analysis analyse(const ScalingOptions& options, const Measurements& m) {
   a.profile = build_profile(options, m);
   a.measured_link = fit_measured_link(options, m);
   for (const std::string mode : {"dp", "ddp"}) {
-    const MeasuredPoint* one = m.find("main", mode, 1);
     for (int p : options.workers) {
-      const MeasuredPoint* at_p = m.find("main", mode, p);
-      a.contention[mode][p] =
-          at_p && one && one->result.split.forward > 0 ? at_p->result.split.forward / one->result.split.forward : 1.0;
+      if (const MeasuredPoint* at_p = m.find("main", mode, p)) {
+        a.contention[mode][p] = compute_scale_of(*at_p, a.profile, m);
+      }
     }
   }
 
@@ -122,18 +172,20 @@ Analysis analyse(const ScalingOptions& options, const Measurements& m) {
     v.label = c.mode + " " + std::to_string(c.workers) + (c.workers == 1 ? " worker" : " workers");
     if (point.group != "main") v.label += ", " + point.group + " " + point.setting;
     v.point = &point;
-    const MeasuredPoint* one = m.find("main", c.mode, 1);
-    v.compute_scale = one && one->result.split.forward > 0 ? point.result.split.forward / one->result.split.forward : 1;
-    const Machine machine{v.compute_scale, c.loader};
     if (c.mode == "dp") {
-      v.predicted = predict_dp_threads(a.profile, c.workers, machine);
+      v.compute_scale = compute_scale_of(point, a.profile, m);
+      v.predicted = predict_dp_threads(a.profile, c.workers, Machine{v.compute_scale, c.loader});
     } else {
       if (c.workers > 1 && !a.measured_link) continue;
       const Link link = a.measured_link ? a.measured_link->link : Link{};
-      v.predicted = predict_ddp(a.profile, c.workers, link, settings_of(c, point.result, a.profile), machine);
+      const StepProfile profile = profile_for(a.profile, c, m);
+      v.compute_scale = compute_scale_of(point, profile, m);
+      v.predicted = predict_ddp(profile, c.workers, link, settings_of(c, point.result, profile, true),
+                                Machine{v.compute_scale, c.loader, point.result.rank_skew_seconds});
       v.is_input = c.workers == 1;
     }
-    v.measured_step_seconds = point.result.split.step;
+    v.mean_step = c.mode == "ddp" && busiest_compute_thread(point.result) > 0;
+    v.measured_step_seconds = v.mean_step ? point.result.mean_step_seconds : point.result.split.step;
     v.error = (v.predicted.step_seconds - v.measured_step_seconds) / v.measured_step_seconds;
     v.noise = point.result.noise;
     a.validation.push_back(v);
@@ -161,7 +213,7 @@ Analysis analyse(const ScalingOptions& options, const Measurements& m) {
       DdpSettings settings;
       settings.first_bucket_bytes = options.base.first_bucket_mb * (1 << 20);
       settings.bucket_bytes = options.base.bucket_cap_mb * (1 << 20);
-      if (main_ddp) settings = settings_of(options.base, main_ddp->result, a.profile);
+      if (main_ddp) settings = settings_of(options.base, main_ddp->result, a.profile, false);
       const double single = predict_single(a.profile, machine).samples_per_second;
       for (int p : predicted_worker_counts(options.predict_max_workers)) {
         PredictedPoint point;

@@ -92,6 +92,12 @@ std::vector<Planned> plan(const ScalingOptions& o) {
         c.hook = hook;
         // PowerSGD sends plain allreduces for its first 10 iterations: measure after them.
         if (c.hook == "powersgd") c.warmup = std::max(c.warmup, 12);
+        // The hook on one worker too: its own compute and the collectives it issues, for the model.
+        if (c.hook != "allreduce" && c.workers > 1) {
+          RunConfig one = c;
+          one.workers = 1;
+          runs.push_back({kind, hook, one});
+        }
         runs.push_back({kind, hook, c});
       }
     }
@@ -144,6 +150,31 @@ RunResult combine_repeats(const std::vector<RunResult>& repeats) {
     }
   }
   combined.split = median_split(combined.steps);
+  // Per-step thread loads are means over each run: average them over the runs, worker by worker.
+  for (size_t w = 0; w < combined.thread_load.size(); ++w) {
+    ThreadLoad sum;
+    for (const RunResult& r : repeats) {
+      const ThreadLoad& l = r.thread_load.at(w);
+      sum = {sum.main_cpu + l.main_cpu, sum.main_wait + l.main_wait, sum.other_cpu + l.other_cpu,
+             sum.other_wait + l.other_wait};
+    }
+    combined.thread_load[w] = sum / static_cast<double>(repeats.size());
+  }
+  for (size_t i = 0; i < combined.collectives.size(); ++i) {
+    std::vector<double> times;
+    std::vector<double> cpu;
+    for (const RunResult& r : repeats) {
+      times.push_back(r.collectives.at(i).replay_seconds);
+      cpu.push_back(r.collectives.at(i).replay_cpu_seconds);
+    }
+    combined.collectives[i].replay_seconds = median(times);
+    combined.collectives[i].replay_cpu_seconds = median(cpu);
+  }
+  combined.mean_step_seconds = combined.rank_skew_seconds = 0;
+  for (const RunResult& r : repeats) {
+    combined.mean_step_seconds += r.mean_step_seconds / static_cast<double>(repeats.size());
+    combined.rank_skew_seconds += r.rank_skew_seconds / static_cast<double>(repeats.size());
+  }
   const double low = by_rate.front()->samples_per_second, high = by_rate.back()->samples_per_second;
   const double across = combined.samples_per_second > 0 ? (high - low) / 2 / combined.samples_per_second : 0;
   combined.noise = std::max(relative_spread(times), across);

@@ -32,7 +32,8 @@ Measurements measure(const ScalingOptions& options, const std::string& self);
 RunResult run_ddp(const RunConfig& config, const std::string& self);
 
 // Combines repeats: the steps pooled (medians per phase), samples/s the median run's, noise the larger of the
-// pooled steps' spread and the repeats' spread, peaks the largest.
+// pooled steps' spread and the repeats' spread, peaks the largest; the mean step, the rank skew and the
+// threads' loads averaged, the replayed collectives' times their medians.
 RunResult combine_repeats(const std::vector<RunResult>& repeats);
 
 }  // namespace syncgrad::bench

@@ -16,7 +16,8 @@ void check_workers(int p, const char* what) {
 
 StepPrediction finish(StepPrediction prediction, const StepProfile& profile, int p) {
   prediction.step_seconds = prediction.data_seconds + prediction.forward_seconds + prediction.backward_seconds +
-                            prediction.exposed_comm_seconds + prediction.optimizer_seconds;
+                            prediction.exposed_comm_seconds + prediction.rank_skew_seconds +
+                            prediction.optimizer_seconds;
   prediction.samples_per_second =
       prediction.step_seconds > 0 ? static_cast<double>(p * profile.batch_per_worker) / prediction.step_seconds : 0;
   return prediction;
@@ -49,20 +50,25 @@ std::vector<BucketLoad> plan_bucket_loads(const std::vector<GradientReady>& grad
 }
 
 Timeline overlap_timeline(const std::vector<BucketLoad>& buckets, double compute_end, double comm_available,
-                          bool overlap, const std::function<double(double)>& cost) {
+                          bool overlap, const std::function<double(size_t)>& cost) {
   Timeline timeline;
   timeline.compute_end_seconds = compute_end;
   double link_free = comm_available;
-  for (const BucketLoad& bucket : buckets) {
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const BucketLoad& bucket = buckets[i];
     BucketTiming t;
     t.ready_seconds = overlap ? bucket.ready_seconds : std::max(bucket.ready_seconds, compute_end);
     t.start_seconds = std::max(t.ready_seconds, link_free);
-    t.end_seconds = t.start_seconds + cost(bucket.bytes);
+    t.end_seconds = t.start_seconds + cost(i);
     link_free = t.end_seconds;
     timeline.buckets.push_back(t);
   }
   timeline.comm_end_seconds = buckets.empty() ? compute_end : std::max(compute_end, link_free);
   return timeline;
+}
+
+double step_check_seconds(int p, const Link& link) {
+  return ring_allreduce_seconds(16.0 * p, p, link);
 }
 
 StepPrediction predict_single(const StepProfile& profile, const Machine& machine) {
@@ -87,7 +93,7 @@ StepPrediction predict_ddp(const StepProfile& profile, int p, const Link& link, 
   // After the last gradient: the end-of-backward work of DDP (waits, writing the averages back).
   const double tail = std::max(0.0, profile.ddp_backward_seconds * c - last_ready);
   if (p == 1) {
-    s.backward_seconds = profile.ddp_backward_seconds * c;
+    s.backward_seconds = (profile.ddp_backward_seconds + profile.hook_finish_seconds) * c;
     return finish(s, profile, p);
   }
   // The buffers' broadcasts (each a small allreduce in the Gloo group) run one after another before forward.
@@ -96,14 +102,32 @@ StepPrediction predict_ddp(const StepProfile& profile, int p, const Link& link, 
   const auto buckets = plan_bucket_loads(profile.gradients, settings.first_bucket_bytes, settings.bucket_bytes, c);
   double first_ready = last_ready;
   for (const GradientReady& g : profile.gradients) first_ready = std::min(first_ready, g.ready_seconds * c);
-  // The step check is an allgather of 16 bytes per worker: p - 1 messages round the ring.
-  const double check = settings.step_check ? (p - 1) * transfer_seconds(16, link) : 0;
-  const auto cost = [&](double bytes) { return ring_allreduce_seconds(bytes * settings.wire_fraction, p, link); };
+  const double check = settings.step_check ? step_check_seconds(p, link) : 0;
+  const auto hook_cost = [&](const HookCollective& h) {
+    return h.seconds >= 0 ? h.seconds : ring_allreduce_seconds(h.bytes, p, link);
+  };
+  // Bucket i's launched collectives (a hook's whose bucket is past the plan's count to the last bucket).
+  const auto cost = [&](size_t i) {
+    if (settings.hook_collectives.empty()) {
+      return ring_allreduce_seconds(buckets[i].bytes * settings.wire_fraction, p, link);
+    }
+    double seconds = 0;
+    for (const HookCollective& h : settings.hook_collectives) {
+      const size_t bucket = std::min(static_cast<size_t>(std::max(h.bucket, 0)), buckets.size() - 1);
+      if (!h.in_finish && bucket == i) seconds += hook_cost(h);
+    }
+    return seconds;
+  };
   const Timeline timeline = overlap_timeline(buckets, last_ready, first_ready + check, settings.overlap, cost);
-  s.comm_seconds = broadcasts;
+  // After the wait: the hook's finish() calls one bucket after another, each decoding and waiting for its own
+  // collectives (serial, all exposed).
+  double finish_collectives = 0;
+  for (const HookCollective& h : settings.hook_collectives) finish_collectives += h.in_finish ? hook_cost(h) : 0;
+  s.comm_seconds = broadcasts + finish_collectives;
   for (const BucketTiming& b : timeline.buckets) s.comm_seconds += b.end_seconds - b.start_seconds;
-  s.exposed_comm_seconds = broadcasts + timeline.exposed_seconds();
-  s.backward_seconds = last_ready + tail;
+  s.exposed_comm_seconds = broadcasts + timeline.exposed_seconds() + finish_collectives;
+  s.rank_skew_seconds = machine.rank_skew_seconds;
+  s.backward_seconds = last_ready + tail + profile.hook_finish_seconds * c;
   return finish(s, profile, p);
 }
 

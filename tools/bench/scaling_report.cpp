@@ -62,7 +62,9 @@ void print_sweeps(std::FILE* out, const Measurements& m) {
   }
 }
 
-void print_inputs(std::FILE* out, const Analysis& a) {
+void print_hooks(std::FILE* out, const Measurements& m);
+
+void print_inputs(std::FILE* out, const Measurements& m, const Analysis& a) {
   const StepProfile& p = a.profile;
   fmt::print(out, "\nModel inputs (one worker, batch {})\n", p.batch_per_worker);
   fmt::print(out,
@@ -93,18 +95,44 @@ void print_inputs(std::FILE* out, const Analysis& a) {
   for (const auto& [mode, factors] : a.contention) {
     for (const auto& [workers, factor] : factors) {
       if (workers > 1) {
-        fmt::print(out, "  contention, {} with {} workers: compute x{:.3f} (its forward time over 1 worker's)\n", mode,
-                   workers, factor);
+        fmt::print(out, "  contention, {} with {} workers: compute x{:.3f} ({})\n", mode, workers, factor,
+                   mode == "ddp" ? "the slowest rank's compute thread on a core or waiting for one, per step, over "
+                                   "the profile's compute"
+                                 : "its forward time over 1 worker's");
       }
     }
+  }
+  print_hooks(out, m);
+}
+
+// What each communication hook did on one worker and what its messages cost when replayed.
+void print_hooks(std::FILE* out, const Measurements& m) {
+  for (const MeasuredPoint& p : m.points) {
+    const RunResult& r = p.result;
+    if (p.group != "hooks" || r.config.hook == "allreduce") continue;
+    if (r.config.workers == 1) {
+      fmt::print(out, "  hook {} on one worker: backward {:.3f} ms with its launch() {:.3f} ms; finish() {:.3f} ms\n",
+                 r.config.hook, ms(r.split.backward), ms(r.split.hook_launch), ms(r.split.hook_finish));
+      continue;
+    }
+    std::string messages;
+    for (const CollectiveCost& c : r.collectives) {
+      if (c.origin.call == CollectiveOrigin::Call::kOther) continue;
+      messages += fmt::format("{}{} bucket {} {} {:.1f} KiB: {:.3f} ms", messages.empty() ? "" : "; ",
+                              c.origin.call == CollectiveOrigin::Call::kLaunch ? "launch" : "finish", c.origin.bucket,
+                              dtype_name(c.dtype), c.bytes / 1024, ms(c.replay_seconds));
+    }
+    fmt::print(out, "  hook {} with {} workers, its collectives replayed: {}\n", r.config.hook, r.config.workers,
+               messages);
   }
 }
 
 void print_validation(std::FILE* out, const Analysis& a) {
   if (a.validation.empty()) return;
-  fmt::print(out, "\nModel against measurement (median step time; target within {:.0f}% or the noise)\n",
+  fmt::print(out,
+             "\nModel against measurement (step time: DDP's mean, DP's median; target within {:.0f}% or the noise)\n",
              100 * kTargetError);
-  fmt::print(out, "{:<34} {:>9} {:>12} {:>13} {:>8} {:>7}  {}\n", "point", "compute x", "measured ms", "predicted ms",
+  fmt::print(out, "{:<34} {:>9} {:>15} {:>13} {:>8} {:>7}  {}\n", "point", "compute x", "measured ms", "predicted ms",
              "error", "noise", "verdict");
   int outside = 0, tested = 0;
   for (const Validation& v : a.validation) {
@@ -113,8 +141,9 @@ void print_validation(std::FILE* out, const Analysis& a) {
       ++tested;
       outside += v.within() ? 0 : 1;
     }
-    fmt::print(out, "{:<34} {:>9.3f} {:>12.3f} {:>13.3f} {:>+7.1f}% {:>6.1f}%  {}\n", v.label, v.compute_scale,
-               ms(v.measured_step_seconds), ms(v.predicted.step_seconds), 100 * v.error, 100 * v.noise, verdict);
+    fmt::print(out, "{:<34} {:>9.3f} {:>8.3f} {:<6} {:>13.3f} {:>+7.1f}% {:>6.1f}%  {}\n", v.label, v.compute_scale,
+               ms(v.measured_step_seconds), v.mean_step ? "mean" : "median", ms(v.predicted.step_seconds),
+               100 * v.error, 100 * v.noise, verdict);
   }
   fmt::print(out, "{} of {} points within the target\n", tested - outside, tested);
 }
@@ -147,6 +176,7 @@ nlohmann::json prediction_json(const StepPrediction& p) {
           {"exposed_comm_seconds", p.exposed_comm_seconds},
           {"comm_seconds", p.comm_seconds},
           {"optimizer_seconds", p.optimizer_seconds},
+          {"rank_skew_seconds", p.rank_skew_seconds},
           {"replicate_seconds", p.replicate_seconds},
           {"scatter_seconds", p.scatter_seconds},
           {"gather_seconds", p.gather_seconds},
@@ -165,6 +195,8 @@ nlohmann::json profile_json(const StepProfile& p) {
           {"loss_seconds", p.loss_seconds},
           {"backward_seconds", p.backward_seconds},
           {"ddp_backward_seconds", p.ddp_backward_seconds},
+          {"hook_finish_seconds", p.hook_finish_seconds},
+          {"buffer_bytes", p.buffer_bytes},
           {"optimizer_seconds", p.optimizer_seconds},
           {"gradients", gradients},
           {"parameter_bytes", p.parameter_bytes},
@@ -216,7 +248,7 @@ void print_report(std::FILE* out, const ScalingOptions& o, const RunContext& con
   fmt::print(out, "machine: {} cores, load average {}, {}\n", context.cores, context.load_average, context.date);
   print_measured(out, m);
   print_sweeps(out, m);
-  print_inputs(out, a);
+  print_inputs(out, m, a);
   print_validation(out, a);
   print_curves(out, a);
 }
@@ -281,7 +313,8 @@ void write_json(const std::string& path, const ScalingOptions& o, const RunConte
   nlohmann::json validation = nlohmann::json::array();
   for (const Validation& v : a.validation) {
     validation.push_back({{"point", v.label},
-                          {"measured_median_step_seconds", v.measured_step_seconds},
+                          {"measured_step_seconds", v.measured_step_seconds},
+                          {"measured_step", v.mean_step ? "mean" : "median"},
                           {"predicted", prediction_json(v.predicted)},
                           {"compute_scale", v.compute_scale},
                           {"error", v.error},

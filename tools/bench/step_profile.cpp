@@ -5,6 +5,10 @@
 
 namespace syncgrad::bench {
 
+double StepProfile::ddp_compute_seconds() const {
+  return data_seconds + forward_seconds + loss_seconds + ddp_backward_seconds + hook_finish_seconds + optimizer_seconds;
+}
+
 double StepProfile::gradient_bytes() const {
   double total = 0;
   for (const GradientReady& g : gradients) total += g.bytes;

@@ -20,7 +20,9 @@ struct StepProfile {
   double forward_seconds = 0;            // the model's forward on one worker's batch
   double loss_seconds = 0;               // the loss of one worker's batch
   double backward_seconds = 0;           // backward without DDP
-  double ddp_backward_seconds = 0;       // backward under DDP with one worker (adds the copies into buckets and back)
+  double ddp_backward_seconds = 0;       // backward under DDP with one worker (adds the copies into buckets and back,
+                                         // and a communication hook's launch() calls: its encoding)
+  double hook_finish_seconds = 0;        // a communication hook's finish() calls with one worker (its decoding)
   double optimizer_seconds = 0;          // zero_grad + step
   std::vector<GradientReady> gradients;  // under DDP with one worker
   std::vector<double> buffer_bytes;  // each buffer DDP broadcasts from rank 0 before every forward
@@ -34,6 +36,9 @@ struct StepProfile {
   double output_copy_seconds = 0;     // copying one worker's output (gather) or its gradient (scatter)
   double wake_seconds = 0;            // handing one parallel region to one worker thread and waiting for it
 
+  // The compute of one DDP step with one worker: data + forward + loss + DDP's backward + the hook's decoding
+  // + optimizer.
+  double ddp_compute_seconds() const;
   // Sum of the gradients' bytes.
   double gradient_bytes() const;
   // Time of the last gradient (0 without gradients).

@@ -24,6 +24,8 @@ const std::vector<std::pair<const char*, double StepRecord::*>>& fields() {
       {"exposed_comm", &StepRecord::exposed_comm},
       {"comm", &StepRecord::comm},
       {"optimizer", &StepRecord::optimizer},
+      {"hook_launch", &StepRecord::hook_launch},
+      {"hook_finish", &StepRecord::hook_finish},
       {"step", &StepRecord::step},
       {"replicate", &StepRecord::replicate},
       {"scatter", &StepRecord::scatter},

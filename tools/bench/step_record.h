@@ -17,6 +17,9 @@ struct StepRecord {
   double exposed_comm = 0;
   double comm = 0;
   double optimizer = 0;  // zero_grad + step
+  // DDP with a communication hook (TimingCommHook): its launch() calls (inside backward) and its finish()
+  // calls (after the wait; not part of backward).
+  double hook_launch = 0, hook_finish = 0;
   double step = 0;       // wall time of the whole step
   // DataParallel's communication, serial on the caller's thread: together its exposed_comm.
   double replicate = 0, scatter = 0, gather = 0, reduce = 0;
