@@ -127,43 +127,54 @@ void for_each_head(const Tensor& q, Body&& body) {
   });
 }
 
-void attention_forward_kernel(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                              bool causal, double scale) {
-  visit_floating(q.dtype(), "scaled_dot_product_attention", [&]<class T>() {
+// What the forward and backward kernels share: the dtype dispatch (float32 and float64; `kernel_name` in the
+// error otherwise), the choice of the register tiles (float32 with small head sizes) or Eigen, the causal key
+// ranges, and the loop over heads. body.operator()<T>(b, h, head index, tiles, visible, block, scratches).
+template <class Body>
+void run_attention(const char* op, const char* kernel_name, const Tensor& q, const Tensor& k, const Tensor& v,
+                   bool causal, Body&& body) {
+  visit_floating(q.dtype(), op, [&]<class T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      const int64_t len = q.size(2), keys = k.size(2);
+      const int64_t keys = k.size(2);
       const bool tiles = std::is_same_v<T, float> && attention_tiles::fits(q.size(3), v.size(3));
       auto visible = [=](int64_t row) { return visible_keys(row, keys, causal); };
       auto block = [=](int64_t r0, int64_t rows) { return block_keys(r0, rows, keys, causal); };
       for_each_head<T>(q, [&](int64_t b, int64_t h, int64_t i, EigenScratch<T>& eigen_scratch,
                               attention_tiles::Scratch& tile_scratch) {
-        if (tiles) {
-          attention_tiles::forward(rows_of(out, b, h), static_cast<float*>(lse.data_ptr()) + i * len,
-                                   rows_of(q, b, h), rows_of(k, b, h), rows_of(v, b, h), static_cast<float>(scale),
-                                   kBlockRows, visible, block, tile_scratch);
-        } else {
-          forward_head<T>(head_of<T>(out, b, h), static_cast<T*>(lse.data_ptr()) + i * len,
-                          const_head_of<T>(q, b, h), const_head_of<T>(k, b, h), const_head_of<T>(v, b, h), causal,
-                          static_cast<T>(scale), eigen_scratch);
-        }
+        body.template operator()<T>(b, h, i, tiles, visible, block, eigen_scratch, tile_scratch);
       });
     } else {
-      unsupported_dtype("scaled_dot_product_attention kernel", q.dtype(), "float32, float64");
+      unsupported_dtype(kernel_name, q.dtype(), "float32, float64");
     }
   });
+}
+
+void attention_forward_kernel(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                              bool causal, double scale) {
+  const int64_t len = q.size(2);
+  run_attention("scaled_dot_product_attention", "scaled_dot_product_attention kernel", q, k, v, causal,
+                [&]<class T>(int64_t b, int64_t h, int64_t i, bool tiles, auto& visible, auto& block,
+                             EigenScratch<T>& eigen_scratch, attention_tiles::Scratch& tile_scratch) {
+                  if (tiles) {
+                    attention_tiles::forward(rows_of(out, b, h), static_cast<float*>(lse.data_ptr()) + i * len,
+                                             rows_of(q, b, h), rows_of(k, b, h), rows_of(v, b, h),
+                                             static_cast<float>(scale), kBlockRows, visible, block, tile_scratch);
+                  } else {
+                    forward_head<T>(head_of<T>(out, b, h), static_cast<T*>(lse.data_ptr()) + i * len,
+                                    const_head_of<T>(q, b, h), const_head_of<T>(k, b, h), const_head_of<T>(v, b, h),
+                                    causal, static_cast<T>(scale), eigen_scratch);
+                  }
+                });
 }
 
 void attention_backward_kernel(const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v,
                                const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
                                const Tensor& out, const Tensor& lse, bool causal, double scale) {
-  visit_floating(q.dtype(), "scaled_dot_product_attention backward", [&]<class T>() {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      const int64_t len = q.size(2), keys = k.size(2);
-      const bool tiles = std::is_same_v<T, float> && attention_tiles::fits(q.size(3), v.size(3));
-      auto visible = [=](int64_t row) { return visible_keys(row, keys, causal); };
-      auto block = [=](int64_t r0, int64_t rows) { return block_keys(r0, rows, keys, causal); };
-      for_each_head<T>(q, [&](int64_t b, int64_t h, int64_t i, EigenScratch<T>& eigen_scratch,
-                              attention_tiles::Scratch& tile_scratch) {
+  const int64_t len = q.size(2);
+  run_attention(
+      "scaled_dot_product_attention backward", "scaled_dot_product_attention backward kernel", q, k, v, causal,
+      [&]<class T>(int64_t b, int64_t h, int64_t i, bool tiles, auto& visible, auto& block,
+                   EigenScratch<T>& eigen_scratch, attention_tiles::Scratch& tile_scratch) {
         if (tiles) {
           attention_tiles::backward(rows_of(grad_q, b, h), rows_of(grad_k, b, h), rows_of(grad_v, b, h),
                                     rows_of(grad_out, b, h), rows_of(q, b, h), rows_of(k, b, h), rows_of(v, b, h),
@@ -177,10 +188,6 @@ void attention_backward_kernel(const Tensor& grad_q, const Tensor& grad_k, const
                            eigen_scratch);
         }
       });
-    } else {
-      unsupported_dtype("scaled_dot_product_attention backward kernel", q.dtype(), "float32, float64");
-    }
-  });
 }
 
 const KernelRegistrar reg_attention_forward(kernels::attention_forward, DeviceType::kCPU, &attention_forward_kernel);
