@@ -14,6 +14,7 @@
 
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/transpose_tiles.h"
+#include "tensor/ops/matrix_layout.h"
 #include "tensor/threads.h"
 
 namespace syncgrad::cpu {
@@ -30,8 +31,6 @@ constexpr int64_t kLanes = conv_gemm::kLanes<float>;
 
 using conv_gemm::StridedA;
 
-bool is_row_major(const Tensor& b) { return b.stride(1) == 1 && (b.size(0) == 1 || b.stride(0) >= b.size(1)); }
-bool is_column_major(const Tensor& b) { return b.stride(0) == 1 && (b.size(1) == 1 || b.stride(1) >= b.size(0)); }
 
 // dst (rows, cols), row-major with leading dimension ld, from src where element (r, c) is src[r * rs + c * cs].
 // In 16 x 16 tiles, so both sides stay in cache: for operands whose rows are not contiguous.
@@ -69,8 +68,9 @@ void gemm_b_row_major(const Tensor& out, const Tensor& a, const Tensor& b, bool 
   const int64_t m = out.size(0), n = out.size(1), k = a.size(1);
   thread_local std::vector<float> packed_b;
   const float* bp = b.data_ptr<float>();
-  int64_t ldb = k == 1 ? n : b.stride(0);
-  if (!is_row_major(b)) {
+  const MatrixLayout layout = layout_of(b);
+  int64_t ldb = layout.ld;
+  if (!layout.valid || !layout.row_major) {
     packed_b.resize(static_cast<size_t>(k * n));
     copy_strided(bp, k, n, b.stride(0), b.stride(1), packed_b.data(), n);
     bp = packed_b.data();
@@ -93,7 +93,7 @@ void gemm_through_transpose(const Tensor& out, const Tensor& a, const Tensor& b,
   else copy_strided(ap, k, m, a.stride(1), a.stride(0), a_transposed.data(), padded_m);
   float* c = out.data_ptr<float>();
   if (accumulate) transpose<float>(c, m, n, n, out_transposed.data(), padded_m);
-  const StridedA<float> w{b.data_ptr<float>(), n == 1 ? k : b.stride(1), 1};
+  const StridedA<float> w{b.data_ptr<float>(), layout_of(b).ld, 1};
   blocked_gemm(n, padded_m, k, w, a_transposed.data(), padded_m, out_transposed.data(), padded_m, accumulate);
   transpose<float>(out_transposed.data(), n, m, padded_m, c, n);
 }
@@ -106,8 +106,10 @@ bool gemm_tiled_f32(const Tensor& out, const Tensor& a, const Tensor& b, const S
   const int64_t m = out.size(0), n = out.size(1), k = a.size(1);
   if ((beta_value != 0.0 && beta_value != 1.0) || m < kMinSize || k < kMinSize) return false;
   const bool accumulate = beta_value == 1.0;
-  if (!is_row_major(b) && m < kMinRowsToCopyB) {
-    if (!is_column_major(b) || n < kMinSize || m > kMaxColumns) return false;
+  const MatrixLayout layout = layout_of(b);
+  const bool row_major = layout.valid && layout.row_major;
+  if (!row_major && m < kMinRowsToCopyB) {
+    if (!layout.valid || n < kMinSize || m > kMaxColumns) return false;
     gemm_through_transpose(out, a, b, accumulate);
     return true;
   }

@@ -15,6 +15,7 @@
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/linalg.h"
+#include "tensor/ops/matrix_layout.h"
 #include "tensor/threads.h"
 
 namespace syncgrad::cpu {
@@ -24,26 +25,6 @@ template <class T, int Order>
 using ConstMatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Order>, 0, Eigen::OuterStride<>>;
 template <class T>
 using OutMatrixMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0, Eigen::OuterStride<>>;
-
-// How a strided (rows, cols) matrix is handed to the GEMM without copying.
-struct MatrixLayout {
-  bool valid = false;
-  bool row_major = true;  // false: column-major
-  int64_t ld = 1;         // elements between consecutive rows (row-major) or columns (column-major)
-};
-
-// Strides of size-1 dimensions do not matter; a leading dimension must cover a whole row (column).
-MatrixLayout layout_of(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
-  if ((cols == 1 || col_stride == 1) && (rows == 1 || row_stride >= cols)) {
-    return {true, true, rows == 1 ? cols : row_stride};
-  }
-  if ((rows == 1 || row_stride == 1) && (cols == 1 || col_stride >= rows)) {
-    return {true, false, cols == 1 ? rows : col_stride};
-  }
-  return {};
-}
-
-MatrixLayout layout_of(const Tensor& t) { return layout_of(t.size(-2), t.size(-1), t.stride(-2), t.stride(-1)); }
 
 // Element offsets of every matrix of a (..., rows, cols) tensor, batch index in row-major order.
 std::vector<int64_t> batch_offsets(const Tensor& t) {

@@ -15,29 +15,10 @@
 #include "tensor/cuda/register.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/linalg.h"
+#include "tensor/ops/matrix_layout.h"
 
 namespace syncgrad::cuda {
 namespace {
-
-// How a strided (rows, cols) matrix is handed over without copying.
-struct MatrixLayout {
-  bool valid = false;
-  bool row_major = true;  // false: column-major (the transpose of a row-major matrix)
-  int64_t ld = 1;         // elements between consecutive rows (row-major) or columns (column-major)
-};
-
-// Strides of size-1 dims do not matter; a leading dimension must cover a whole row (column).
-MatrixLayout layout_of(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
-  if ((cols == 1 || col_stride == 1) && (rows == 1 || row_stride >= cols)) {
-    return {true, true, rows == 1 ? cols : row_stride};
-  }
-  if ((rows == 1 || row_stride == 1) && (cols == 1 || col_stride >= rows)) {
-    return {true, false, cols == 1 ? rows : col_stride};
-  }
-  return {};
-}
-
-MatrixLayout layout_of(const Tensor& t) { return layout_of(t.size(-2), t.size(-1), t.stride(-2), t.stride(-1)); }
 
 // The batch of out (..., M, N), a and b as element offsets of the first matrix of each piece plus one strided
 // run per piece (the innermost mergeable batch dims).

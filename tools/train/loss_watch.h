@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "tensor/device.h"
@@ -45,7 +46,7 @@ class LossWatch {
   double lr_;
   std::vector<Tensor> pending_;  // losses still on the device, in order
   std::vector<LossPosition> pending_where_;
-  double last_ = 0.0 / 0.0;
+  double last_ = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace syncgrad::train
