@@ -1,7 +1,9 @@
 // Communication hooks: how DistributedDataParallel reduces one bucket of gradients. The default averages with
 // an allreduce; the compression hooks send f16 or bf16 (half the bytes); PowerSGD sends low-rank factors.
 // A hook's launch() runs during backward as soon as the bucket is full; finish() runs at the end of backward
-// after the Work completed and must leave the averaged gradients in bucket.buffer.
+// after the Work completed and must leave the averaged gradients in bucket.buffer. check_bucket() runs when the
+// hook is set, once per bucket, so a hook refuses buckets it cannot reduce as its name says instead of quietly
+// doing something else.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,10 @@ class CommHook {
   virtual std::shared_ptr<Work> launch(ProcessGroup& group, GradBucket& bucket) = 0;
   // Called once the Work completed: leaves the averaged gradients in bucket.buffer.
   virtual void finish(ProcessGroup& group, GradBucket& bucket) {}
+  // Throws (DeviceError / DTypeError naming the bucket's device or dtype) when this hook cannot reduce a bucket
+  // of this dtype on this device. DistributedDataParallel calls it for every bucket at construction and in
+  // register_comm_hook. Every dtype and device is accepted by default.
+  virtual void check_bucket(DType dtype, const Device& device) const {}
 };
 
 // Sum of the pre-divided buffers: the average (PyTorch's default).
@@ -45,6 +51,8 @@ struct PowerSGDOptions {
   double min_compression_rate = 2;  // compress a matrix only when it shrinks at least this much
   uint64_t seed = 0;             // Q's initial random values (identical on every rank)
 };
+// Compresses float32/float64 buckets on the CPU only: a CUDA or float16/bfloat16 bucket is refused by
+// check_bucket (use allreduce_hook, fp16_compress_hook or bf16_compress_hook there).
 std::shared_ptr<CommHook> powersgd_hook(const PowerSGDOptions& options = {});
 
 // By name, for command lines: "allreduce", "fp16", "bf16", "powersgd" (rank 1) or "powersgd:R" (rank R).

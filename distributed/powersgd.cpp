@@ -66,11 +66,22 @@ class PowerSGDHook : public CommHook {
   }
   std::string name() const override { return "powersgd:" + std::to_string(options_.matrix_approximation_rank); }
 
+  // The factors are computed and orthonormalised on the host (orthonormalize_columns), in float32 or float64.
+  void check_bucket(DType dtype, const Device& device) const override {
+    if (!device.is_cpu()) {
+      throw DeviceError("comm hook " + name() + ": PowerSGD runs on CPU buckets only, got a bucket on " +
+                        device.str() + "; use the allreduce, fp16 or bf16 hook for CUDA gradients");
+    }
+    if (dtype != DType::f32 && dtype != DType::f64) {
+      throw DTypeError("comm hook " + name() + ": PowerSGD compresses float32 or float64 buckets only, got a " +
+                       std::string(dtype_name(dtype)) + " bucket; use the allreduce, fp16 or bf16 hook, or keep " +
+                       "the parameters float32 (autocast keeps them float32)");
+    }
+  }
+
   std::shared_ptr<Work> launch(ProcessGroup& group, GradBucket& bucket) override {
     BucketState& s = states_[bucket.index];
-    const DType dtype = bucket.buffer.dtype();
-    s.compressed = bucket.iteration >= options_.start_iteration && bucket.buffer.device().type == DeviceType::kCPU &&
-                   (dtype == DType::f32 || dtype == DType::f64);
+    s.compressed = bucket.iteration >= options_.start_iteration;
     if (!s.compressed) return group.allreduce(bucket.buffer, ReduceOp::kSum);
     if (s.layout_buffer != bucket.buffer.data_ptr()) layout(s, bucket);
     if (options_.use_error_feedback) raw::add_(bucket.buffer, s.error);

@@ -31,15 +31,18 @@ std::shared_ptr<Reducer> Reducer::create(std::vector<std::pair<std::string, Tens
 Reducer::Reducer(std::vector<std::pair<std::string, Tensor>> params, std::shared_ptr<ProcessGroup> group,
                  DDPOptions options)
     : params_(std::move(params)), group_(std::move(group)), options_(std::move(options)) {
-  hook_ = options_.comm_hook ? options_.comm_hook : allreduce_hook();
   std::vector<size_t> reverse(params_.size());
   std::iota(reverse.rbegin(), reverse.rend(), 0);
   build_buckets(reverse);
+  set_comm_hook(options_.comm_hook);
 }
 
 void Reducer::set_comm_hook(std::shared_ptr<CommHook> hook) {
   if (in_backward_) throw DistributedError("DistributedDataParallel: cannot change the comm hook during backward");
-  hook_ = hook ? std::move(hook) : allreduce_hook();
+  if (!hook) hook = allreduce_hook();
+  // Buckets are split by dtype and device, and rebuilding them later keeps those, so checking now is enough.
+  for (const Bucket& bucket : buckets_) hook->check_bucket(bucket.grad.buffer.dtype(), bucket.grad.buffer.device());
+  hook_ = std::move(hook);
 }
 
 void Reducer::build_buckets(const std::vector<size_t>& order) {

@@ -1,7 +1,7 @@
 // DistributedDataParallel between real processes: 2 ranks with batch B end where one process with batch 2B
 // ends (MLP, CNN; gradients copied or as bucket views; several bucket sizes), no_sync accumulation, unused
 // parameters (the error and find_unused_parameters), the cross-rank model check, every comm hook trains,
-// and a dead rank ends the other's training with an error naming it.
+// PowerSGD refuses buckets it cannot compress, and a dead rank ends the other's training with an error naming it.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -22,6 +22,7 @@
 #include "nn/normalization.h"
 #include "optim/sgd.h"
 #include "tensor/ops/factories.h"
+#include "tests/check_error.h"
 #include "tests/distributed/multiprocess.h"
 
 using namespace syncgrad;
@@ -302,6 +303,53 @@ TEST_CASE("every communication hook trains: the loss falls") {
     destroy_process_group();
   }, {.deadline_seconds = 120});
   expect_all_ok(outcomes);
+}
+
+TEST_CASE("PowerSGD refuses CUDA and float16/bfloat16 buckets instead of falling back to a plain allreduce") {
+  using syncgrad::testing::check_error;
+  auto powersgd = make_comm_hook("powersgd");
+  powersgd->check_bucket(DType::f32, kCPU);
+  powersgd->check_bucket(DType::f64, kCPU);
+  check_error<DeviceError>([&] { powersgd->check_bucket(DType::f32, Device(DeviceType::kCUDA, 1)); },
+                           {"powersgd:1", "cuda:1", "allreduce, fp16 or bf16 hook"});
+  check_error<DTypeError>([&] { powersgd->check_bucket(DType::bf16, kCPU); },
+                          {"powersgd:1", "bfloat16", "allreduce, fp16 or bf16 hook", "float32"});
+  check_error<DTypeError>([&] { powersgd_hook({.matrix_approximation_rank = 2})->check_bucket(DType::f16, kCPU); },
+                          {"powersgd:2", "float16"});
+  for (const std::string other : {"allreduce", "fp16", "bf16"}) {
+    make_comm_hook(other)->check_bucket(DType::bf16, Device(DeviceType::kCUDA, 0));
+  }
+
+  // Through DDP: at construction (the trainer's --comm-hook path) and in register_comm_hook.
+  auto outcomes = run_job(2, [](int) {
+    init_process_group(syncgrad::test::quick_init());
+    Generator gen(5);
+    auto model = std::make_shared<nn::Linear>(8, 4, true, &gen);
+    model->to(DType::bf16);
+    try {
+      DistributedDataParallel ddp(model, {.comm_hook = make_comm_hook("powersgd")});
+      report("construction: no error");
+    } catch (const DTypeError& e) {
+      report(std::string("construction: ") + e.what());
+    }
+    DistributedDataParallel ddp(model);
+    try {
+      ddp.register_comm_hook(powersgd_hook());
+      report("register: no error");
+    } catch (const DTypeError& e) {
+      report(std::string("register: ") + e.what());
+    }
+    ddp.register_comm_hook(bf16_compress_hook());
+    sum(ddp(ones({2, 8}, {.dtype = DType::bf16}))).backward();
+    destroy_process_group();
+  });
+  expect_all_ok(outcomes);
+  for (const auto& outcome : outcomes) {
+    INFO(outcome.report);
+    CHECK(outcome.report.find("construction: comm hook powersgd:1: PowerSGD compresses float32 or float64 buckets "
+                              "only, got a bfloat16 bucket") != std::string::npos);
+    CHECK(outcome.report.find("register: comm hook powersgd:1: PowerSGD compresses") != std::string::npos);
+  }
 }
 
 TEST_CASE("a rank that dies during training ends the other's training with an error naming it") {

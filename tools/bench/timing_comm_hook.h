@@ -19,6 +19,7 @@ class TimingCommHook : public distributed::CommHook {
   std::string name() const override { return inner_->name(); }
   std::shared_ptr<distributed::Work> launch(distributed::ProcessGroup& group, distributed::GradBucket& bucket) override;
   void finish(distributed::ProcessGroup& group, distributed::GradBucket& bucket) override;
+  void check_bucket(DType dtype, const Device& device) const override { inner_->check_bucket(dtype, device); }
 
   // Seconds spent in launch() and finish() since the last reset (call reset before each backward).
   double launch_seconds() const { return launch_seconds_; }
