@@ -50,7 +50,10 @@ class ProcessGroup {
   virtual std::shared_ptr<Work> broadcast(const Tensor& tensor, int root = 0) = 0;
   // outputs[r] receives rank r's `input` (size() tensors shaped like input).
   virtual std::shared_ptr<Work> allgather(const std::vector<Tensor>& outputs, const Tensor& input) = 0;
-  // output = reduction over ranks of their inputs[rank()] (size() inputs, each shaped like output).
+  // output = reduction over ranks of their inputs[rank()] (size() inputs, each shaped like output). This is the
+  // result of a reduce-scatter, not necessarily its traffic: NCCL runs ncclReduceScatter, while Gloo (no
+  // reduce-scatter in its options API) allreduces all size() inputs concatenated and keeps this rank's part,
+  // about twice the traffic of a true reduce-scatter (a ring allreduce is a reduce-scatter plus an allgather).
   virtual std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                                                ReduceOp op = ReduceOp::kSum) = 0;
   virtual std::shared_ptr<Work> barrier() = 0;
