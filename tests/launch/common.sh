@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Shared by tests/launch/test_*.sh: check() counts failures, finish exits with their verdict,
-# wait_for() polls a condition for a few seconds, gone() tells whether a process has ended.
+# wait_for() polls a condition for a few seconds, gone() tells whether a process has ended, lacks() that a
+# file does not contain a text.
 failures=0
 check() {  # check "description" command...
   local what="$1"; shift
@@ -20,6 +21,9 @@ gone() {  # gone pidfile: the process whose pid the file holds has ended (a zomb
   local state
   state=$(cut -d' ' -f3 "/proc/$(cat "$1")/stat" 2>/dev/null)
   [ -z "$state" ] || [ "$state" = Z ] || [ "$state" = X ]
+}
+lacks() {  # lacks text file: the file does not contain the text
+  ! grep -qF -- "$1" "$2"
 }
 finish() {
   if [ $failures -eq 0 ]; then exit 0; else exit 1; fi

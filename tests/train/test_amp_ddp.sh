@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # syncgrad-train --amp bf16 / fp16 under syncgrad-launch with 2 ranks (DDP over gloo on 127.0.0.1): one epoch of
-# the MLP and the CNN per mode (seed 0, the trainer's default cosine schedule); each mode's test accuracy must be
-# within 0.5 points of float32's. The progress line carries the amp fields on rank 0. About 3 CNN epochs on two
-# cores.
+# the MLP and the CNN per mode (seed 0, the trainer's default cosine schedule); no mode may be worse than
+# float32 by more than the margin derived from the measured seed-to-seed spread (tests/train/accuracy_margins.h,
+# read from there); better is never a failure. The progress line carries the amp fields on rank 0. About 3 CNN
+# epochs on two cores.
 # Usage: test_amp_ddp.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
 launch="$1"; train="$2"
@@ -16,6 +17,13 @@ if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>
   echo "SKIP: Fashion-MNIST is not installed"; exit 77
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+margins="$(dirname "$0")/accuracy_margins.h"
+# margin MODEL: how many points worse than float32 a mode may be (3 sqrt(2) x the seed sd, as amp_margin_points).
+margin() {
+  local name=kMlpSeedSdPoints
+  [ "$1" = cnn ] && name=kCnnSeedSdPoints
+  sed -n "s/.*double $name = \([0-9.]*\);.*/\1/p" "$margins" | awk '{printf "%.3f", 3 * sqrt(2) * $1}'
+}
 
 # accuracy MODEL AMP SEED: the test accuracy (percent) of one 2-rank epoch; the run's output is kept in $tmp.
 accuracy() {
@@ -34,9 +42,10 @@ for spec in mlp:1 cnn:1; do
     mean[$amp]=$(printf "%s\n" "${values[@]}" | awk '{s += $1} END {printf "%.3f", s / NR}')
     echo "$model --amp $amp, 2 ranks: ${values[*]} (mean ${mean[$amp]}%)"
   done
+  allowed=$(margin "$model")
   for amp in bf16 fp16; do
-    check "$model --amp $amp under DDP is within 0.5 points of float32 (${mean[$amp]} vs ${mean[off]})" \
-      awk -v a="${mean[$amp]}" -v b="${mean[off]}" 'BEGIN {d = a - b; exit !(d <= 0.5 && d >= -0.5)}'
+    check "$model --amp $amp under DDP is at most $allowed points worse than float32 (${mean[$amp]} vs ${mean[off]})" \
+      awk -v a="${mean[$amp]}" -v b="${mean[off]}" -v m="$allowed" 'BEGIN {exit !(m > 0 && a >= b - m)}'
   done
   unset mean
 done

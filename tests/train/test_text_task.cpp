@@ -111,6 +111,9 @@ TEST_CASE("syncgrad-train --model gpt: the loss falls, tokens/s, MFU and validat
     std::getline(fields, loss, ',');
     return std::stod(loss);
   };
+  // Learning, not a figure: the bounds sit far from what any CPU's rounding moves (the log shows the run's own).
+  MESSAGE("GPT 30 steps: first logged loss " << loss_of(first) << ", last " << loss_of(last) << ", validation "
+                                             << s.evaluation.value);
   CHECK(loss_of(last) < loss_of(first) - 1.0);
   CHECK(s.evaluation.value < 3.0);
 }
