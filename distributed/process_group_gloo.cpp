@@ -94,7 +94,10 @@ struct ProcessGroupGloo::Shared {
     const std::string peers = peers_named_in(what);
     const std::string who = peers.empty() ? "a peer rank" : "rank " + peers;
     const std::string head = "rank " + std::to_string(rank) + ": " + description + " failed: ";
-    if (what.find("Timed out") != std::string::npos || what.find("timed out") != std::string::npos) {
+    // Gloo says "Timed out waiting ..." for a collective's deadline and "Read timeout" for a pair's: both mean
+    // the peer went silent, not that its connection was lost.
+    const bool timed_out = what.find("imed out") != std::string::npos || what.find("timeout") != std::string::npos;
+    if (timed_out) {
       return std::make_exception_ptr(TimeoutError(
           head + "timed out after " + std::to_string(timeout.count()) + " ms waiting for " + who +
           " (it is stuck, dead, or calling a different collective; every rank must call the same collectives "
