@@ -28,4 +28,12 @@ if [ ! -f build/build.ninja ]; then
 elif [ $# -gt 0 ]; then
   meson configure build "$@"
 fi
-ninja -C build
+# The build's output is kept in build/ninja-output.log; with SYNCGRAD_FAIL_ON_WARNINGS=1 (set by .ci/run) a
+# compiler warning fails the set-up, naming it (ccache replays the warnings of cached objects too).
+warning='warning( #[0-9]+-D)? ?:'  # g++ "warning:", nvcc "warning #177-D:" and "nvcc warning :"
+ninja -C build 2>&1 | tee build/ninja-output.log
+if [ "${SYNCGRAD_FAIL_ON_WARNINGS:-0}" = 1 ] && grep -qE "$warning" build/ninja-output.log; then
+  echo "setup: the build printed compiler warnings (SYNCGRAD_FAIL_ON_WARNINGS=1); fix them:"
+  grep -E "$warning" build/ninja-output.log | sort -u
+  exit 1
+fi
