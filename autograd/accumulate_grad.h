@@ -7,9 +7,8 @@
 
 namespace syncgrad::autograd {
 
-class AccumulateGrad final : public NodeOf<AccumulateGrad> {
+class AccumulateGrad final : public NamedNode<"AccumulateGrad"> {
  public:
-  static constexpr const char* kName = "AccumulateGrad";
   explicit AccumulateGrad(const Tensor& leaf);
 
   GradList apply(GradList&& grads) override;

@@ -132,11 +132,7 @@ void execute(GraphTask& task, const std::vector<Edge>& root_edges, const std::ve
     if (is_accumulator) {
       if (task.accumulate) node->apply(std::move(grads));
     } else {
-      if (node->released) {
-        throw AutogradError(std::string(node->name()) +
-                            ": trying to backward through the graph a second time (its saved tensors were freed "
-                            "after the first backward); pass retain_graph=true to the first backward if you need to");
-      }
+      node->check_not_released();
       outputs = node->apply(std::move(grads));
       executed.push_back(node);
     }
@@ -148,10 +144,7 @@ void execute(GraphTask& task, const std::vector<Edge>& root_edges, const std::ve
     }
   }
   if (!task.retain_graph) {
-    for (auto& node : executed) {
-      node->release_saved();
-      node->released = true;
-    }
+    for (auto& node : executed) node->release();
   }
   // Callbacks may queue further callbacks.
   for (size_t i = 0; i < task.callbacks.size(); ++i) {

@@ -31,7 +31,7 @@ using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 GradcheckResult gradcheck(const std::string& label, const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options = {});
 
-// Node types (kName) that appeared in a graph some gradcheck verified successfully in this process.
+// Node type names that appeared in a graph some gradcheck verified successfully in this process.
 const std::set<std::string>& covered_node_types();
 // Registered node types that no successful gradcheck covered ("AccumulateGrad" excluded).
 std::vector<std::string> uncovered_node_types();

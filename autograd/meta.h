@@ -51,13 +51,3 @@ bool any_requires_grad(const std::vector<Tensor>& inputs);
 void check_inplace(const Tensor& t, const char* op);
 
 }  // namespace syncgrad::autograd
-
-namespace syncgrad::autograd {
-
-// Records one op application: node's next edges come from `inputs`, and each of `outputs` becomes the
-// corresponding output of `node`. Call only when any_requires_grad(inputs).
-void record(const std::shared_ptr<Node>& node, std::initializer_list<const Tensor*> inputs,
-            std::initializer_list<const Tensor*> outputs);
-void record(const std::shared_ptr<Node>& node, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
-
-}  // namespace syncgrad::autograd

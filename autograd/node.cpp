@@ -1,5 +1,7 @@
-// Node sequence numbers, the node type registry and saved-tensor version checks.
+// Node sequence numbers and release, the node type registry and saved-tensor version checks.
 #include "autograd/node.h"
+
+#include <map>
 
 #include "tensor/ops/views.h"
 
@@ -7,18 +9,40 @@ namespace syncgrad::autograd {
 namespace {
 std::atomic<uint64_t> next_sequence_nr{0};
 
-std::set<std::string>& node_registry() {
-  static std::set<std::string> registry;
+struct NodeRegistry {
+  std::set<std::string> names;
+  std::map<std::string, const void*> type_of;  // name -> the first type registered under it
+  std::set<std::string> duplicates;
+};
+
+NodeRegistry& node_registry() {
+  static NodeRegistry registry;
   return registry;
 }
 }  // namespace
 
 Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
-const std::set<std::string>& registered_node_types() { return node_registry(); }
+void Node::release() {
+  release_saved();
+  released_ = true;
+}
 
-bool register_node_type(const char* name) {
-  node_registry().insert(name);
+void Node::check_not_released() const {
+  if (!released_) return;
+  throw AutogradError(std::string(name()) +
+                      ": trying to backward through the graph a second time (its saved tensors were freed after "
+                      "the first backward); pass retain_graph=true to the first backward if you need to");
+}
+
+const std::set<std::string>& registered_node_types() { return node_registry().names; }
+const std::set<std::string>& duplicate_node_types() { return node_registry().duplicates; }
+
+bool register_node_type(const char* name, const void* type) {
+  NodeRegistry& registry = node_registry();
+  registry.names.insert(name);
+  auto [it, inserted] = registry.type_of.emplace(name, type);
+  if (!inserted && it->second != type) registry.duplicates.insert(name);
   return true;
 }
 
@@ -30,11 +54,7 @@ SavedTensor::SavedTensor(const Tensor& t) {
 }
 
 Tensor SavedTensor::get(const Node& node) const {
-  if (node.released) {
-    throw AutogradError(std::string(node.name()) +
-                        ": trying to backward through the graph a second time (its saved tensors were freed after "
-                        "the first backward); pass retain_graph=true to the first backward if you need to");
-  }
+  node.check_not_released();
   if (tensor_.defined() && tensor_.version() != version_) {
     throw AutogradError(std::string(node.name()) + ": a tensor saved for backward was modified by an in-place "
                         "operation (version " + std::to_string(version_) + " when saved, now " +

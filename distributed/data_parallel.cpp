@@ -110,10 +110,8 @@ class WorkerMemoryTag {
 
 // The gather's backward: splits the output gradient between the replicas, runs their backward passes in
 // parallel, and returns each model parameter's gradient as the sum over replicas.
-class DataParallelGatherBackward : public autograd::NodeOf<DataParallelGatherBackward> {
+class DataParallelGatherBackward : public autograd::NamedNode<"DataParallelGatherBackward"> {
  public:
-  static constexpr const char* kName = "DataParallelGatherBackward";
-
   DataParallelGatherBackward(std::vector<Tensor> outputs, std::vector<std::vector<Tensor>> replica_params,
                              std::vector<Device> devices, std::shared_ptr<DataParallel::Workers> workers,
                              std::shared_ptr<DataParallelStats> stats, bool memory_tags)

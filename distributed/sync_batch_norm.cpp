@@ -41,10 +41,8 @@ std::vector<Tensor> allreduce_vectors(ProcessGroup& group, const std::vector<Ten
   return out;
 }
 
-class SyncBatchNormBackward : public autograd::NodeOf<SyncBatchNormBackward> {
+class SyncBatchNormBackward : public autograd::NamedNode<"SyncBatchNormBackward"> {
  public:
-  static constexpr const char* kName = "SyncBatchNormBackward";
-
   SyncBatchNormBackward(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
                         double total, std::shared_ptr<ProcessGroup> group, DType input_dtype, Shape input_shape)
       : x_(x), mean_(mean), invstd_(invstd), weight_(weight), total_(total), group_(std::move(group)),

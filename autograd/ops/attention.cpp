@@ -10,28 +10,8 @@ namespace syncgrad {
 namespace {
 
 using autograd::GradList;
-using autograd::NodeOf;
+using autograd::Node;
 using autograd::SavedTensor;
-
-struct ScaledDotProductAttentionBackward final : NodeOf<ScaledDotProductAttentionBackward> {
-  static constexpr const char* kName = "ScaledDotProductAttentionBackward";
-  SavedTensor q, k, v, out, lse;
-  bool is_causal = false;
-  std::optional<double> scale;
-  GradList apply(GradList&& g) override {
-    if (!g[0].defined()) return GradList(3);
-    raw::AttentionGrads grads = raw::scaled_dot_product_attention_backward(
-        g[0], q.get(*this), k.get(*this), v.get(*this), {out.get(*this), lse.get(*this)}, is_causal, scale);
-    return {grads.q, grads.k, grads.v};
-  }
-  void release_saved() override {
-    q.reset();
-    k.reset();
-    v.reset();
-    out.reset();
-    lse.reset();
-  }
-};
 
 }  // namespace
 
@@ -42,15 +22,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   }
   raw::AttentionResult result = raw::scaled_dot_product_attention(q, k, v, is_causal, scale);
   if (autograd::any_requires_grad({&q, &k, &v})) {
-    auto node = std::make_shared<ScaledDotProductAttentionBackward>();
-    node->q = q;
-    node->k = k;
-    node->v = v;
-    node->out = result.out;
-    node->lse = result.lse;
-    node->is_causal = is_causal;
-    node->scale = scale;
-    autograd::record(node, {&q, &k, &v}, {&result.out});
+    auto backward = [q = SavedTensor(q), k = SavedTensor(k), v = SavedTensor(v), out = SavedTensor(result.out),
+                     lse = SavedTensor(result.lse), is_causal, scale](const Node& node, GradList&& g) {
+      if (!g[0].defined()) return GradList(3);
+      raw::AttentionGrads grads = raw::scaled_dot_product_attention_backward(
+          g[0], q.get(node), k.get(node), v.get(node), {out.get(node), lse.get(node)}, is_causal, scale);
+      return GradList{grads.q, grads.k, grads.v};
+    };
+    autograd::record<"ScaledDotProductAttentionBackward">({&q, &k, &v}, {&result.out}, std::move(backward));
   }
   return result.out;
 }

@@ -1,4 +1,4 @@
-// Differentiable conv2d: the forward runs the raw kernel; Conv2dBackward computes only the gradients whose
+// Differentiable conv2d: the forward runs the raw kernel; the backward computes only the gradients whose
 // inputs need them (grad_input by GEMM + col2im, grad_weight by GEMM summed over the batch, grad_bias by sums).
 #include "autograd/ops/conv.h"
 
@@ -9,35 +9,8 @@ namespace syncgrad {
 namespace {
 
 using autograd::GradList;
-using autograd::NodeOf;
+using autograd::Node;
 using autograd::SavedTensor;
-
-struct Conv2dBackward final : NodeOf<Conv2dBackward> {
-  static constexpr const char* kName = "Conv2dBackward";
-  SavedTensor input;   // (N, C_in, H, W)
-  SavedTensor weight;  // (C_out, C_in / groups, kH, kW)
-  Shape input_shape;
-  Shape weight_shape;
-  Conv2dParams params;
-
-  GradList apply(GradList&& g) override {
-    const Tensor& grad_out = g[0];  // (N, C_out, OH, OW)
-    GradList grads(3);
-    if (next_edges[0].valid()) {
-      grads[0] = raw::conv2d_backward_input(grad_out, weight.get(*this), input_shape, params);
-    }
-    if (next_edges[1].valid()) {
-      grads[1] = raw::conv2d_backward_weight(grad_out, input.get(*this), weight_shape, params);
-    }
-    if (next_edges[2].valid()) grads[2] = raw::conv2d_backward_bias(grad_out);
-    return grads;
-  }
-
-  void release_saved() override {
-    input.reset();
-    weight.reset();
-  }
-};
 
 }  // namespace
 
@@ -48,14 +21,24 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Siz
   }
   Tensor out = raw::conv2d(input, weight, bias, stride, padding, dilation, groups);
   if (autograd::any_requires_grad({&input, &weight, &bias})) {
-    auto node = std::make_shared<Conv2dBackward>();
     // Each gradient needs the other operand: save only what a requested gradient reads.
-    if (autograd::needs_grad(weight)) node->input = input;
-    if (autograd::needs_grad(input)) node->weight = weight;
-    node->input_shape = input.sizes();
-    node->weight_shape = weight.sizes();
-    node->params = {stride, padding, dilation, groups};
-    autograd::record(node, {&input, &weight, &bias}, {&out});
+    SavedTensor saved_input = autograd::needs_grad(weight) ? input : Tensor();  // (N, C_in, H, W)
+    SavedTensor saved_weight = autograd::needs_grad(input) ? weight : Tensor();  // (C_out, C_in / groups, kH, kW)
+    auto backward = [saved_input = std::move(saved_input), saved_weight = std::move(saved_weight),
+                     input_shape = input.sizes(), weight_shape = weight.sizes(),
+                     params = Conv2dParams{stride, padding, dilation, groups}](const Node& node, GradList&& g) {
+      const Tensor& grad_out = g[0];  // (N, C_out, OH, OW)
+      GradList grads(3);
+      if (node.needs_input_grad(0)) {
+        grads[0] = raw::conv2d_backward_input(grad_out, saved_weight.get(node), input_shape, params);
+      }
+      if (node.needs_input_grad(1)) {
+        grads[1] = raw::conv2d_backward_weight(grad_out, saved_input.get(node), weight_shape, params);
+      }
+      if (node.needs_input_grad(2)) grads[2] = raw::conv2d_backward_bias(grad_out);
+      return grads;
+    };
+    autograd::record<"Conv2dBackward">({&input, &weight, &bias}, {&out}, std::move(backward));
   }
   return out;
 }

@@ -9,27 +9,14 @@ namespace syncgrad {
 namespace {
 
 using namespace autograd::elementwise;
+using autograd::SavedTensor;
 
 // A number operand as the 0-dim tensor the raw op computes with.
 Tensor number(const Scalar& value, const Tensor& like) { return raw::wrap_scalar(value, like); }
 
-template <class NodeT>
-std::shared_ptr<NodeT> binary_node(const Tensor& a, const Tensor& b) {
-  auto node = std::make_shared<NodeT>();
-  node->a_info = InputInfo(a);
-  node->b_info = InputInfo(b);
-  return node;
-}
-
 // Records `out` = a + alpha * b; a null operand is a number.
-Tensor record_add(const Tensor* a, const Tensor* b, const Scalar& alpha, Tensor out) {
-  if (autograd::any_requires_grad({a, b})) {
-    auto node = std::make_shared<AddBackward>();
-    node->alpha = alpha;
-    if (a) node->a = InputInfo(*a);
-    if (b) node->b = InputInfo(*b);
-    autograd::record(node, {a, b}, {&out});
-  }
+Tensor record_add_if_needed(const Tensor* a, const Tensor* b, const Scalar& alpha, Tensor out) {
+  if (autograd::any_requires_grad({a, b})) record_add(a, b, alpha, out);
   return out;
 }
 
@@ -39,10 +26,9 @@ Tensor mul_impl(const Tensor& a, const Tensor& b, bool a_number, bool b_number) 
   const Tensor* pa = a_number ? nullptr : &a;
   const Tensor* pb = b_number ? nullptr : &b;
   if (autograd::any_requires_grad({pa, pb})) {
-    auto node = binary_node<MulBackward>(a, b);
-    if (autograd::needs_grad(b) && !b_number) node->a = a;
-    if (autograd::needs_grad(a) && !a_number) node->b = b;
-    autograd::record(node, {pa, pb}, {&out});
+    SavedTensor a_value = autograd::needs_grad(b) && !b_number ? a : Tensor();
+    SavedTensor b_value = autograd::needs_grad(a) && !a_number ? b : Tensor();
+    record_mul(pa, pb, std::move(a_value), std::move(b_value), out);
   }
   return out;
 }
@@ -52,10 +38,7 @@ Tensor div_impl(const Tensor& a, const Tensor& b, bool a_number, bool b_number) 
   const Tensor* pa = a_number ? nullptr : &a;
   const Tensor* pb = b_number ? nullptr : &b;
   if (autograd::any_requires_grad({pa, pb})) {
-    auto node = binary_node<DivBackward>(a, b);
-    node->b = b;
-    if (pb && autograd::needs_grad(b)) node->a = a;
-    autograd::record(node, {pa, pb}, {&out});
+    record_div(pa, pb, pb && autograd::needs_grad(b) ? a : Tensor(), b, out);
   }
   return out;
 }
@@ -65,22 +48,7 @@ Tensor pow_impl(const Tensor& a, const Tensor& b, bool a_number, bool b_number) 
   const Tensor* pa = a_number ? nullptr : &a;
   const Tensor* pb = b_number ? nullptr : &b;
   if (autograd::any_requires_grad({pa, pb})) {
-    auto node = binary_node<PowBackward>(a, b);
-    node->base = a;
-    node->exponent = b;
-    if (pb && autograd::needs_grad(b)) node->result = out;
-    autograd::record(node, {pa, pb}, {&out});
-  }
-  return out;
-}
-
-template <class NodeT>
-Tensor extremum(const Tensor& a, const Tensor& b, Tensor out) {
-  if (autograd::any_requires_grad({&a, &b})) {
-    auto node = binary_node<NodeT>(a, b);
-    node->a = a;
-    node->b = b;
-    autograd::record(node, {&a, &b}, {&out});
+    record_pow(pa, pb, a, b, pb && autograd::needs_grad(b) ? out : Tensor(), out);
   }
   return out;
 }
@@ -88,16 +56,16 @@ Tensor extremum(const Tensor& a, const Tensor& b, Tensor out) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return record_add(&a, &b, alpha, raw::add(a, b, alpha));
+  return record_add_if_needed(&a, &b, alpha, raw::add(a, b, alpha));
 }
-Tensor add(const Tensor& a, const Scalar& b) { return record_add(&a, nullptr, 1, raw::add(a, b)); }
+Tensor add(const Tensor& a, const Scalar& b) { return record_add_if_needed(&a, nullptr, 1, raw::add(a, b)); }
 
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   Scalar negated = alpha.is_floating() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_int());
-  return record_add(&a, &b, negated, raw::sub(a, b, alpha));
+  return record_add_if_needed(&a, &b, negated, raw::sub(a, b, alpha));
 }
-Tensor sub(const Tensor& a, const Scalar& b) { return record_add(&a, nullptr, 1, raw::sub(a, b)); }
-Tensor sub(const Scalar& a, const Tensor& b) { return record_add(nullptr, &b, -1, raw::sub(a, b)); }
+Tensor sub(const Tensor& a, const Scalar& b) { return record_add_if_needed(&a, nullptr, 1, raw::sub(a, b)); }
+Tensor sub(const Scalar& a, const Tensor& b) { return record_add_if_needed(nullptr, &b, -1, raw::sub(a, b)); }
 
 Tensor mul(const Tensor& a, const Tensor& b) { return mul_impl(a, b, false, false); }
 Tensor mul(const Tensor& a, const Scalar& b) { return mul_impl(a, number(b, a), false, true); }
@@ -112,53 +80,39 @@ Tensor pow(const Scalar& base, const Tensor& exponent) {
   return pow_impl(number(base, exponent), exponent, true, false);
 }
 
-Tensor maximum(const Tensor& a, const Tensor& b) { return extremum<MaximumBackward>(a, b, raw::maximum(a, b)); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return extremum<MinimumBackward>(a, b, raw::minimum(a, b)); }
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  Tensor out = raw::maximum(a, b);
+  if (autograd::any_requires_grad({&a, &b})) record_maximum(a, b, out);
+  return out;
+}
+
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  Tensor out = raw::minimum(a, b);
+  if (autograd::any_requires_grad({&a, &b})) record_minimum(a, b, out);
+  return out;
+}
 
 Tensor clamp(const Tensor& t, const std::optional<Scalar>& low, const std::optional<Scalar>& high) {
   Tensor out = raw::clamp(t, low, high);
-  if (autograd::any_requires_grad({&t})) {
-    auto node = std::make_shared<ClampBackward>();
-    node->x = t;
-    node->low = low;
-    node->high = high;
-    autograd::record(node, {&t}, {&out});
-  }
+  if (autograd::any_requires_grad({&t})) record_clamp(t, t, low, high, out);
   return out;
 }
 
 Tensor clamp(const Tensor& t, const Tensor& low, const Tensor& high) {
   Tensor out = raw::clamp(t, low, high);
-  if (autograd::any_requires_grad({&t, &low, &high})) {
-    auto node = std::make_shared<ClampTensorBackward>();
-    node->x = t;
-    node->low = low;
-    node->high = high;
-    node->x_info = InputInfo(t);
-    node->low_info = InputInfo(low);
-    node->high_info = InputInfo(high);
-    autograd::record(node, {&t, &low, &high}, {&out});
-  }
+  if (autograd::any_requires_grad({&t, &low, &high})) record_clamp(t, low, high, out);
   return out;
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor out = raw::where(cond, a, b);
-  if (autograd::any_requires_grad({&a, &b})) {
-    auto node = binary_node<WhereBackward>(a, b);
-    node->cond = cond;
-    autograd::record(node, {&a, &b}, {&out});
-  }
+  if (autograd::any_requires_grad({&a, &b})) record_where(cond, a, &b, out);
   return out;
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
   Tensor out = raw::where(cond, a, b);
-  if (autograd::any_requires_grad({&a})) {
-    auto node = binary_node<WhereBackward>(a, Tensor());
-    node->cond = cond;
-    autograd::record(node, {&a, nullptr}, {&out});
-  }
+  if (autograd::any_requires_grad({&a})) record_where(cond, a, nullptr, out);
   return out;
 }
 

@@ -12,18 +12,13 @@ namespace syncgrad {
 namespace {
 
 using namespace autograd::elementwise;
+using autograd::SavedTensor;
 
 Scalar negated(const Scalar& s) { return s.is_floating() ? Scalar(-s.to_double()) : Scalar(-s.to_int()); }
 
 // self = self + alpha * other; a null `other` is a number.
 const Tensor& record_add_(const Tensor& self, const Tensor* other, const Scalar& alpha, bool recording) {
-  if (recording) {
-    auto node = std::make_shared<AddBackward>();
-    node->alpha = alpha;
-    node->a = InputInfo(self);
-    if (other) node->b = InputInfo(*other);
-    autograd::record(node, {&self, other}, {&self});
-  }
+  if (recording) record_add(&self, other, alpha, self);
   return self;
 }
 
@@ -34,13 +29,10 @@ const Tensor& mul_impl_(const Tensor& self, const Tensor& other, bool other_is_n
     raw::mul_(self, other);
     return self;
   }
-  auto node = std::make_shared<MulBackward>();
-  node->a_info = InputInfo(self);
-  node->b_info = InputInfo(other);
-  if (autograd::needs_grad(self)) node->b = other;
-  if (po && autograd::needs_grad(other)) node->a = raw::clone(self);
+  SavedTensor other_value = autograd::needs_grad(self) ? other : Tensor();
+  SavedTensor self_value = po && autograd::needs_grad(other) ? raw::clone(self) : Tensor();
   raw::mul_(self, other);
-  autograd::record(node, {&self, po}, {&self});
+  record_mul(&self, po, std::move(self_value), std::move(other_value), self);
   return self;
 }
 
@@ -51,13 +43,10 @@ const Tensor& div_impl_(const Tensor& self, const Tensor& other, bool other_is_n
     raw::div_(self, other);
     return self;
   }
-  auto node = std::make_shared<DivBackward>();
-  node->a_info = InputInfo(self);
-  node->b_info = InputInfo(other);
-  node->b = other;
-  if (po && autograd::needs_grad(other)) node->a = raw::clone(self);
+  SavedTensor other_value = other;
+  SavedTensor self_value = po && autograd::needs_grad(other) ? raw::clone(self) : Tensor();
   raw::div_(self, other);
-  autograd::record(node, {&self, po}, {&self});
+  record_div(&self, po, std::move(self_value), std::move(other_value), self);
   return self;
 }
 
@@ -100,30 +89,15 @@ const Tensor& div_(const Tensor& self, const Scalar& value) {
   return div_impl_(self, raw::wrap_scalar(value, self), true);
 }
 
-const Tensor& relu_(const Tensor& self) {
-  autograd::check_inplace(self, "relu_");
-  bool recording = autograd::any_requires_grad({&self});
-  raw::relu_(self);
-  if (recording) {
-    auto node = std::make_shared<UnaryBackward<UnaryOp::relu>>();
-    node->saved = self;  // the result: relu's derivative is read from it
-    autograd::record(node, {&self}, {&self});
-  }
-  return self;
-}
-
 const Tensor& clamp_(const Tensor& self, const std::optional<Scalar>& low, const std::optional<Scalar>& high) {
   autograd::check_inplace(self, "clamp_");
   if (!autograd::any_requires_grad({&self})) {
     raw::clamp_(self, low, high);
     return self;
   }
-  auto node = std::make_shared<ClampBackward>();
-  node->x = raw::clone(self);
-  node->low = low;
-  node->high = high;
+  SavedTensor input = raw::clone(self);
   raw::clamp_(self, low, high);
-  autograd::record(node, {&self}, {&self});
+  record_clamp(self, std::move(input), low, high, self);
   return self;
 }
 

@@ -1,133 +1,36 @@
-// Backward nodes of the elementwise ops (shared by the out-of-place and in-place forms). Each returns one
-// gradient per input edge, summed back over broadcast dims (raw::sum_to) and converted to the input's dtype;
-// gradients are computed only for edges that need them. Input slots: binary ops (a, b), clamp with tensor
-// bounds (x, min, max), where (a, b); a number operand has no edge.
+// The backwards of the binary elementwise ops, recorded by both the out-of-place ops (elementwise.cpp) and
+// the in-place ones (elementwise_inplace.cpp), so each node type is written once. Each backward returns
+// one gradient per input edge, summed back over broadcast dims (raw::sum_to) and converted to the input's
+// dtype; gradients are computed only for edges that need them. A null input is a number operand (no edge).
+// The caller saves the operands (before an in-place write) and records after computing `out`.
 #pragma once
 
 #include <optional>
 
 #include "autograd/meta.h"
 #include "autograd/node.h"
-#include "tensor/ops/unary.h"
 
 namespace syncgrad::autograd::elementwise {
 
-// Shape and dtype of an op input, for mapping its gradient back.
-struct InputInfo {
-  Shape shape;
-  DType dtype = DType::f32;
-  InputInfo() = default;
-  explicit InputInfo(const Tensor& t)
-      : shape(t.defined() ? t.sizes() : Shape{}), dtype(t.defined() ? t.dtype() : DType::f32) {}
-};
-
-// a + alpha * b (sub is alpha = -1).
-struct AddBackward final : NodeOf<AddBackward> {
-  static constexpr const char* kName = "AddBackward";
-  Scalar alpha = 1;
-  InputInfo a, b;
-  GradList apply(GradList&& g) override;
-};
-
-struct MulBackward final : NodeOf<MulBackward> {
-  static constexpr const char* kName = "MulBackward";
-  SavedTensor a, b;  // a: only when b needs a gradient, and the reverse
-  InputInfo a_info, b_info;
-  GradList apply(GradList&& g) override;
-  void release_saved() override;
-};
-
-struct DivBackward final : NodeOf<DivBackward> {
-  static constexpr const char* kName = "DivBackward";
-  SavedTensor a, b;  // a: only when b needs a gradient
-  InputInfo a_info, b_info;
-  GradList apply(GradList&& g) override;
-  void release_saved() override;
-};
-
-struct PowBackward final : NodeOf<PowBackward> {
-  static constexpr const char* kName = "PowBackward";
-  SavedTensor base, exponent, result;
-  InputInfo a_info, b_info;
-  GradList apply(GradList&& g) override;
-  void release_saved() override;
-};
-
+// out = a + alpha * b (sub is alpha = -1).
+void record_add(const Tensor* a, const Tensor* b, const Scalar& alpha, const Tensor& out);
+// out = a * b; `a_value` is saved only when b needs a gradient, `b_value` when a does (else undefined).
+void record_mul(const Tensor* a, const Tensor* b, SavedTensor a_value, SavedTensor b_value, const Tensor& out);
+// out = a / b; `a_value` only when b needs a gradient.
+void record_div(const Tensor* a, const Tensor* b, SavedTensor a_value, SavedTensor b_value, const Tensor& out);
+// out = base ^ exponent; `result` only when the exponent needs a gradient.
+void record_pow(const Tensor* base, const Tensor* exponent, SavedTensor base_value, SavedTensor exponent_value,
+                SavedTensor result, const Tensor& out);
 // maximum/minimum: the larger (smaller) input gets the gradient; ties split it evenly.
-struct MaximumBackward final : NodeOf<MaximumBackward> {
-  static constexpr const char* kName = "MaximumBackward";
-  SavedTensor a, b;
-  InputInfo a_info, b_info;
-  GradList apply(GradList&& g) override;
-  void release_saved() override;
-};
-
-struct MinimumBackward final : NodeOf<MinimumBackward> {
-  static constexpr const char* kName = "MinimumBackward";
-  SavedTensor a, b;
-  InputInfo a_info, b_info;
-  GradList apply(GradList&& g) override;
-  void release_saved() override;
-};
-
-// clamp with number bounds: the gradient passes where min <= x <= max (bounds included, as PyTorch).
-struct ClampBackward final : NodeOf<ClampBackward> {
-  static constexpr const char* kName = "ClampBackward";
-  SavedTensor x;
-  std::optional<Scalar> low, high;
-  GradList apply(GradList&& g) override;
-  void release_saved() override;
-};
-
-// clamp with tensor bounds (either may be undefined): x as ClampBackward; a bound gets the gradient where
-// it is the value taken (x beyond it, and for min only while min < max).
-struct ClampTensorBackward final : NodeOf<ClampTensorBackward> {
-  static constexpr const char* kName = "ClampTensorBackward";
-  SavedTensor x, low, high;
-  InputInfo x_info, low_info, high_info;
-  GradList apply(GradList&& g) override;
-  void release_saved() override;
-};
-
-struct WhereBackward final : NodeOf<WhereBackward> {
-  static constexpr const char* kName = "WhereBackward";
-  SavedTensor cond;
-  InputInfo a_info, b_info;
-  GradList apply(GradList&& g) override;
-  void release_saved() override;
-};
-
-constexpr const char* unary_node_name(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::neg: return "NegBackward";
-    case UnaryOp::abs: return "AbsBackward";
-    case UnaryOp::relu: return "ReluBackward";
-    case UnaryOp::square: return "SquareBackward";
-    case UnaryOp::sign: return "SignBackward";
-    case UnaryOp::exp: return "ExpBackward";
-    case UnaryOp::log: return "LogBackward";
-    case UnaryOp::log1p: return "Log1pBackward";
-    case UnaryOp::sqrt: return "SqrtBackward";
-    case UnaryOp::rsqrt: return "RsqrtBackward";
-    case UnaryOp::sigmoid: return "SigmoidBackward";
-    case UnaryOp::tanh: return "TanhBackward";
-    case UnaryOp::gelu: return "GeluBackward";
-    case UnaryOp::gelu_tanh: return "GeluTanhBackward";
-  }
-  return "UnaryBackward";
-}
-
-// Backward of a unary op: `saved` is its result or input (see unary_backward_uses_result), undefined for
-// neg and sign, whose derivative needs neither.
-template <UnaryOp Op>
-struct UnaryBackward final : NodeOf<UnaryBackward<Op>> {
-  static constexpr const char* kName = unary_node_name(Op);
-  SavedTensor saved;
-  GradList apply(GradList&& g) override {
-    if (!g[0].defined()) return {};
-    return {raw::unary_backward(Op, g[0], saved.defined() ? saved.get(*this) : g[0])};
-  }
-  void release_saved() override { saved.reset(); }
-};
+void record_maximum(const Tensor& a, const Tensor& b, const Tensor& out);
+void record_minimum(const Tensor& a, const Tensor& b, const Tensor& out);
+// clamp with number bounds: the gradient passes where low <= x <= high (bounds included, as PyTorch).
+void record_clamp(const Tensor& x, SavedTensor x_value, const std::optional<Scalar>& low,
+                  const std::optional<Scalar>& high, const Tensor& out);
+// clamp with tensor bounds (either may be undefined): x as above; a bound gets the gradient where it is the
+// value taken (x beyond it, and for low only while low < high).
+void record_clamp(const Tensor& x, const Tensor& low, const Tensor& high, const Tensor& out);
+// where(cond, a, b); a null b is a number.
+void record_where(const Tensor& cond, const Tensor& a, const Tensor* b, const Tensor& out);
 
 }  // namespace syncgrad::autograd::elementwise

@@ -1,5 +1,6 @@
 // Differentiable cat/stack/split/chunk. cat and stack record one node over all inputs whose backward slices
-// the gradient; split and chunk are narrow views, differentiable through autograd/ops/views.h.
+// the gradient; split and chunk take the raw pieces and, when autograd is involved, record each as a narrow
+// of the input (autograd/ops/views.h).
 #include "autograd/ops/join.h"
 
 #include "autograd/meta.h"
@@ -13,40 +14,7 @@ namespace syncgrad {
 namespace {
 
 using autograd::GradList;
-using autograd::NodeOf;
-
-struct CatBackward final : NodeOf<CatBackward> {
-  static constexpr const char* kName = "CatBackward";
-  int64_t dim = 0;
-  std::vector<int64_t> lengths;  // along dim, per input; -1 for an input the legacy rule left out
-  std::vector<DType> dtypes;     // per input: gradients go back in the input's dtype
-  GradList apply(GradList&& g) override {
-    GradList grads(lengths.size());
-    int64_t offset = 0;
-    for (size_t i = 0; i < lengths.size(); ++i) {
-      if (lengths[i] < 0) {
-        if (next_edges[i].valid()) grads[i] = zeros({0}, {.dtype = dtypes[i], .device = g[0].device()});
-        continue;
-      }
-      if (next_edges[i].valid()) grads[i] = raw::to(raw::narrow(g[0], dim, offset, lengths[i]), dtypes[i]);
-      offset += lengths[i];
-    }
-    return grads;
-  }
-};
-
-struct StackBackward final : NodeOf<StackBackward> {
-  static constexpr const char* kName = "StackBackward";
-  int64_t dim = 0;
-  std::vector<DType> dtypes;  // per input
-  GradList apply(GradList&& g) override {
-    GradList grads(dtypes.size());
-    for (size_t i = 0; i < dtypes.size(); ++i) {
-      if (next_edges[i].valid()) grads[i] = raw::to(raw::select(g[0], dim, static_cast<int64_t>(i)), dtypes[i]);
-    }
-    return grads;
-  }
-};
+using autograd::Node;
 
 std::vector<DType> dtypes_of(const std::vector<Tensor>& tensors) {
   std::vector<DType> dtypes;
@@ -55,12 +23,14 @@ std::vector<DType> dtypes_of(const std::vector<Tensor>& tensors) {
   return dtypes;
 }
 
-std::vector<Tensor> narrow_pieces(const Tensor& t, const Shape& lengths, int64_t dim) {
-  std::vector<Tensor> pieces;
-  pieces.reserve(lengths.size());
+// The raw pieces of t along dim, made differentiable: each becomes narrow(t, dim, start, length).
+std::vector<Tensor> differentiable_pieces(const Tensor& t, std::vector<Tensor> pieces, int64_t dim) {
+  if (!autograd::any_requires_grad({&t})) return pieces;
+  int64_t d = wrap_dim(dim, t.dim(), "split");  // valid: the raw op checked it
   int64_t start = 0;
-  for (int64_t length : lengths) {
-    pieces.push_back(narrow(t, dim, start, length));
+  for (Tensor& piece : pieces) {
+    int64_t length = piece.sizes()[d];
+    piece = narrow(t, d, start, length);
     start += length;
   }
   return pieces;
@@ -72,13 +42,24 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   Tensor out = raw::cat(tensors, dim);
   if (autograd::any_requires_grad(tensors)) {
     CatPlan plan = plan_cat(tensors, dim);
-    auto node = std::make_shared<CatBackward>();
-    node->dim = plan.dim;
-    node->dtypes = dtypes_of(tensors);
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      node->lengths.push_back(plan.skipped[i] ? -1 : tensors[i].sizes()[plan.dim]);
-    }
-    autograd::record(node, tensors, {out});
+    std::vector<int64_t> lengths;  // along dim, per input; -1 for an input the legacy rule left out
+    for (size_t i = 0; i < tensors.size(); ++i) lengths.push_back(plan.skipped[i] ? -1 : tensors[i].sizes()[plan.dim]);
+    // Gradients go back in each input's dtype.
+    auto backward = [dim = plan.dim, lengths = std::move(lengths), dtypes = dtypes_of(tensors)](const Node& node,
+                                                                                               GradList&& g) {
+      GradList grads(lengths.size());
+      int64_t offset = 0;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        if (lengths[i] < 0) {
+          if (node.needs_input_grad(i)) grads[i] = zeros({0}, {.dtype = dtypes[i], .device = g[0].device()});
+          continue;
+        }
+        if (node.needs_input_grad(i)) grads[i] = raw::to(raw::narrow(g[0], dim, offset, lengths[i]), dtypes[i]);
+        offset += lengths[i];
+      }
+      return grads;
+    };
+    autograd::record<"CatBackward">(tensors, {out}, std::move(backward));
   }
   return out;
 }
@@ -86,23 +67,25 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   Tensor out = raw::stack(tensors, dim);
   if (autograd::any_requires_grad(tensors)) {
-    auto node = std::make_shared<StackBackward>();
-    node->dim = wrap_dim(dim, out.dim(), "stack");
-    node->dtypes = dtypes_of(tensors);
-    autograd::record(node, tensors, {out});
+    auto backward = [dim = wrap_dim(dim, out.dim(), "stack"), dtypes = dtypes_of(tensors)](const Node& node,
+                                                                                          GradList&& g) {
+      GradList grads(dtypes.size());
+      for (size_t i = 0; i < dtypes.size(); ++i) {
+        if (node.needs_input_grad(i)) grads[i] = raw::to(raw::select(g[0], dim, static_cast<int64_t>(i)), dtypes[i]);
+      }
+      return grads;
+    };
+    autograd::record<"StackBackward">(tensors, {out}, std::move(backward));
   }
   return out;
 }
 
 std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
-  int64_t d = split_dim(t, dim, "split");
-  return narrow_pieces(t, split_lengths(t, split_size, d), d);
+  return differentiable_pieces(t, raw::split(t, split_size, dim), dim);
 }
 
 std::vector<Tensor> split(const Tensor& t, const Shape& split_sizes, int64_t dim) {
-  int64_t d = split_dim(t, dim, "split");
-  check_split_sizes(t, split_sizes, d);
-  return narrow_pieces(t, split_sizes, d);
+  return differentiable_pieces(t, raw::split(t, split_sizes, dim), dim);
 }
 
 std::vector<Tensor> split(const Tensor& t, std::initializer_list<int64_t> split_sizes, int64_t dim) {
@@ -110,8 +93,7 @@ std::vector<Tensor> split(const Tensor& t, std::initializer_list<int64_t> split_
 }
 
 std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim) {
-  int64_t d = split_dim(t, dim, "chunk");
-  return narrow_pieces(t, chunk_lengths(t, chunks, d), d);
+  return differentiable_pieces(t, raw::chunk(t, chunks, dim), dim);
 }
 
 }  // namespace syncgrad

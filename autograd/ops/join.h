@@ -1,5 +1,5 @@
-// Differentiable cat, stack, split and chunk: the user-facing versions of tensor/ops/join.h. split and chunk
-// return differentiable narrow views (autograd/ops/views.h).
+// Differentiable cat, stack, split and chunk: the user-facing versions of tensor/ops/join.h (same checks and
+// messages). split and chunk return differentiable narrow views (autograd/ops/views.h).
 #pragma once
 
 #include <initializer_list>

@@ -15,7 +15,7 @@ namespace syncgrad {
 namespace {
 
 using autograd::GradList;
-using autograd::NodeOf;
+using autograd::Node;
 using autograd::SavedTensor;
 
 // The last two dimensions swapped (a view).
@@ -24,127 +24,46 @@ Tensor mT(const Tensor& t) { return raw::transpose(t, -2, -1); }
 // (..., K) as a (rows, K) matrix (a view when the strides allow); a 1-D tensor is one row.
 Tensor as_rows(const Tensor& t) { return t.dim() == 1 ? raw::unsqueeze(t, 0) : raw::flatten(t, 0, -2); }
 
-bool needs_grad_of(const autograd::Node& node, size_t input) { return node.next_edges[input].valid(); }
-
 Tensor scaled(const Tensor& t, const Scalar& factor) {
   return factor.to_double() == 1.0 ? t : raw::mul(t, factor);
 }
 
-struct MmBackward final : NodeOf<MmBackward> {
-  static constexpr const char* kName = "MmBackward";
-  SavedTensor a, b;  // (M, K), (K, N)
-  GradList apply(GradList&& g) override {
-    GradList grads(2);
-    if (needs_grad_of(*this, 0)) grads[0] = raw::mm(g[0], mT(b.get(*this)));
-    if (needs_grad_of(*this, 1)) grads[1] = raw::mm(mT(a.get(*this)), g[0]);
-    return grads;
-  }
-  void release_saved() override {
-    a.reset();
-    b.reset();
-  }
-};
-
-struct BmmBackward final : NodeOf<BmmBackward> {
-  static constexpr const char* kName = "BmmBackward";
-  SavedTensor a, b;  // (B, M, K), (B, K, N)
-  GradList apply(GradList&& g) override {
-    GradList grads(2);
-    if (needs_grad_of(*this, 0)) grads[0] = raw::bmm(g[0], mT(b.get(*this)));
-    if (needs_grad_of(*this, 1)) grads[1] = raw::bmm(mT(a.get(*this)), g[0]);
-    return grads;
-  }
-  void release_saved() override {
-    a.reset();
-    b.reset();
-  }
+// A two-operand product's operands, each saved only if the other one needs a gradient.
+struct Operands {
+  SavedTensor a, b;
+  Operands(const Tensor& a_value, const Tensor& b_value)
+      : a(autograd::needs_grad(b_value) ? a_value : Tensor()), b(autograd::needs_grad(a_value) ? b_value : Tensor()) {}
 };
 
 // matmul in its general form: 1-D operands are treated as (1, K) rows / (K, 1) columns, batch dimensions
 // broadcast; when the second operand is a matrix, the first one's batch is folded into the rows.
-struct MatmulBackward final : NodeOf<MatmulBackward> {
-  static constexpr const char* kName = "MatmulBackward";
-  SavedTensor a, b;
-  Shape a_shape, b_shape;
-  GradList apply(GradList&& g) override {
-    const bool a_vector = a_shape.size() == 1, b_vector = b_shape.size() == 1;
-    // The output gradient with the dimensions matmul removed put back: (batch..., M, N).
-    Tensor grad = g[0];
-    if (b_vector) grad = raw::unsqueeze(grad, grad.dim());
-    if (a_vector) grad = raw::unsqueeze(grad, grad.dim() - 1);
-    GradList grads(2);
-    if (needs_grad_of(*this, 0)) {
-      Tensor bm = b.get(*this);
-      if (b_vector) bm = raw::unsqueeze(bm, 1);
-      Shape a_matrix_shape = a_vector ? Shape{1, a_shape[0]} : a_shape;
-      grads[0] = raw::reshape(raw::sum_to(raw::matmul(grad, mT(bm)), a_matrix_shape), a_shape);
+GradList matmul_backward(const Node& node, const Tensor& g, const Operands& saved, const Shape& a_shape,
+                         const Shape& b_shape) {
+  const bool a_vector = a_shape.size() == 1, b_vector = b_shape.size() == 1;
+  // The output gradient with the dimensions matmul removed put back: (batch..., M, N).
+  Tensor grad = g;
+  if (b_vector) grad = raw::unsqueeze(grad, grad.dim());
+  if (a_vector) grad = raw::unsqueeze(grad, grad.dim() - 1);
+  GradList grads(2);
+  if (node.needs_input_grad(0)) {
+    Tensor bm = saved.b.get(node);
+    if (b_vector) bm = raw::unsqueeze(bm, 1);
+    Shape a_matrix_shape = a_vector ? Shape{1, a_shape[0]} : a_shape;
+    grads[0] = raw::reshape(raw::sum_to(raw::matmul(grad, mT(bm)), a_matrix_shape), a_shape);
+  }
+  if (node.needs_input_grad(1)) {
+    Tensor am = saved.a.get(node);
+    if (a_vector) am = raw::unsqueeze(am, 0);
+    if (b_shape.size() <= 2) {
+      // (K, rows) @ (rows, N) over the folded batch: one GEMM.
+      Tensor rows = as_rows(am);
+      Tensor grad_rows = as_rows(grad);
+      grads[1] = raw::reshape(raw::mm(mT(rows), grad_rows), b_shape);
+    } else {
+      grads[1] = raw::sum_to(raw::matmul(mT(am), grad), b_shape);
     }
-    if (needs_grad_of(*this, 1)) {
-      Tensor am = a.get(*this);
-      if (a_vector) am = raw::unsqueeze(am, 0);
-      if (b_shape.size() <= 2) {
-        // (K, rows) @ (rows, N) over the folded batch: one GEMM.
-        Tensor rows = as_rows(am);
-        Tensor grad_rows = as_rows(grad);
-        grads[1] = raw::reshape(raw::mm(mT(rows), grad_rows), b_shape);
-      } else {
-        grads[1] = raw::sum_to(raw::matmul(mT(am), grad), b_shape);
-      }
-    }
-    return grads;
   }
-  void release_saved() override {
-    a.reset();
-    b.reset();
-  }
-};
-
-struct AddmmBackward final : NodeOf<AddmmBackward> {
-  static constexpr const char* kName = "AddmmBackward";
-  SavedTensor a, b;  // (M, K), (K, N)
-  Shape bias_shape;
-  Scalar beta, alpha;
-  GradList apply(GradList&& g) override {
-    GradList grads(3);
-    if (needs_grad_of(*this, 0)) grads[0] = raw::sum_to(scaled(g[0], beta), bias_shape);
-    if (needs_grad_of(*this, 1)) grads[1] = scaled(raw::mm(g[0], mT(b.get(*this))), alpha);
-    if (needs_grad_of(*this, 2)) grads[2] = scaled(raw::mm(mT(a.get(*this)), g[0]), alpha);
-    return grads;
-  }
-  void release_saved() override {
-    a.reset();
-    b.reset();
-  }
-};
-
-struct LinearBackward final : NodeOf<LinearBackward> {
-  static constexpr const char* kName = "LinearBackward";
-  SavedTensor input, weight;  // (*, in), (out, in)
-  Shape input_shape, bias_shape;
-  GradList apply(GradList&& g) override {
-    Tensor grad_rows = as_rows(g[0]);  // (N, out)
-    GradList grads(next_edges.size());
-    if (needs_grad_of(*this, 0)) grads[0] = raw::reshape(raw::mm(grad_rows, weight.get(*this)), input_shape);
-    if (needs_grad_of(*this, 1)) {
-      Tensor rows = as_rows(input.get(*this));  // (N, in)
-      grads[1] = raw::mm(mT(grad_rows), rows);
-    }
-    if (grads.size() > 2 && needs_grad_of(*this, 2)) grads[2] = raw::sum_to(raw::sum(grad_rows, {0}), bias_shape);
-    return grads;
-  }
-  void release_saved() override {
-    input.reset();
-    weight.reset();
-  }
-};
-
-// Records a two-operand product node, saving each operand only if the other one needs a gradient.
-template <class NodeT>
-std::shared_ptr<NodeT> product_node(const Tensor& a, const Tensor& b) {
-  auto node = std::make_shared<NodeT>();
-  if (autograd::needs_grad(b)) node->a = a;
-  if (autograd::needs_grad(a)) node->b = b;
-  return node;
+  return grads;
 }
 
 }  // namespace
@@ -152,14 +71,30 @@ std::shared_ptr<NodeT> product_node(const Tensor& a, const Tensor& b) {
 Tensor mm(const Tensor& a, const Tensor& b) {
   if (auto c = autograd::autocast_operands(autograd::CastPolicy::lower_precision, {&a, &b})) return mm(c[0], c[1]);
   Tensor out = raw::mm(a, b);
-  if (autograd::any_requires_grad({&a, &b})) autograd::record(product_node<MmBackward>(a, b), {&a, &b}, {&out});
+  if (autograd::any_requires_grad({&a, &b})) {
+    auto backward = [saved = Operands(a, b)](const Node& node, GradList&& g) {  // (M, K), (K, N)
+      GradList grads(2);
+      if (node.needs_input_grad(0)) grads[0] = raw::mm(g[0], mT(saved.b.get(node)));
+      if (node.needs_input_grad(1)) grads[1] = raw::mm(mT(saved.a.get(node)), g[0]);
+      return grads;
+    };
+    autograd::record<"MmBackward">({&a, &b}, {&out}, std::move(backward));
+  }
   return out;
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
   if (auto c = autograd::autocast_operands(autograd::CastPolicy::lower_precision, {&a, &b})) return bmm(c[0], c[1]);
   Tensor out = raw::bmm(a, b);
-  if (autograd::any_requires_grad({&a, &b})) autograd::record(product_node<BmmBackward>(a, b), {&a, &b}, {&out});
+  if (autograd::any_requires_grad({&a, &b})) {
+    auto backward = [saved = Operands(a, b)](const Node& node, GradList&& g) {  // (B, M, K), (B, K, N)
+      GradList grads(2);
+      if (node.needs_input_grad(0)) grads[0] = raw::bmm(g[0], mT(saved.b.get(node)));
+      if (node.needs_input_grad(1)) grads[1] = raw::bmm(mT(saved.a.get(node)), g[0]);
+      return grads;
+    };
+    autograd::record<"BmmBackward">({&a, &b}, {&out}, std::move(backward));
+  }
   return out;
 }
 
@@ -167,10 +102,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (auto c = autograd::autocast_operands(autograd::CastPolicy::lower_precision, {&a, &b})) return matmul(c[0], c[1]);
   Tensor out = raw::matmul(a, b);
   if (autograd::any_requires_grad({&a, &b})) {
-    auto node = product_node<MatmulBackward>(a, b);
-    node->a_shape = a.sizes();
-    node->b_shape = b.sizes();
-    autograd::record(node, {&a, &b}, {&out});
+    auto backward = [saved = Operands(a, b), a_shape = a.sizes(), b_shape = b.sizes()](const Node& node,
+                                                                                      GradList&& g) {
+      return matmul_backward(node, g[0], saved, a_shape, b_shape);
+    };
+    autograd::record<"MatmulBackward">({&a, &b}, {&out}, std::move(backward));
   }
   return out;
 }
@@ -181,11 +117,15 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
   }
   Tensor out = raw::addmm(bias, a, b, beta, alpha);
   if (autograd::any_requires_grad({&bias, &a, &b})) {
-    auto node = product_node<AddmmBackward>(a, b);
-    node->bias_shape = bias.sizes();
-    node->beta = beta;
-    node->alpha = alpha;
-    autograd::record(node, {&bias, &a, &b}, {&out});
+    auto backward = [saved = Operands(a, b), bias_shape = bias.sizes(), beta, alpha](const Node& node,
+                                                                                    GradList&& g) {
+      GradList grads(3);
+      if (node.needs_input_grad(0)) grads[0] = raw::sum_to(scaled(g[0], beta), bias_shape);
+      if (node.needs_input_grad(1)) grads[1] = scaled(raw::mm(g[0], mT(saved.b.get(node))), alpha);
+      if (node.needs_input_grad(2)) grads[2] = scaled(raw::mm(mT(saved.a.get(node)), g[0]), alpha);
+      return grads;
+    };
+    autograd::record<"AddmmBackward">({&bias, &a, &b}, {&out}, std::move(backward));
   }
   return out;
 }
@@ -197,15 +137,20 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   Tensor out = raw::linear(input, weight, bias);
   const bool has_bias = bias.defined();
   if (has_bias ? autograd::any_requires_grad({&input, &weight, &bias}) : autograd::any_requires_grad({&input, &weight})) {
-    auto node = std::make_shared<LinearBackward>();
-    if (autograd::needs_grad(weight)) node->input = input;
-    if (autograd::needs_grad(input)) node->weight = weight;
-    node->input_shape = input.sizes();
+    // input (*, in), weight (out, in); each saved only if the other needs a gradient.
+    auto backward = [saved = Operands(input, weight), input_shape = input.sizes(),
+                     bias_shape = has_bias ? bias.sizes() : Shape{}](const Node& node, GradList&& g) {
+      Tensor grad_rows = as_rows(g[0]);  // (N, out)
+      GradList grads(node.next_edges.size());
+      if (node.needs_input_grad(0)) grads[0] = raw::reshape(raw::mm(grad_rows, saved.b.get(node)), input_shape);
+      if (node.needs_input_grad(1)) grads[1] = raw::mm(mT(grad_rows), as_rows(saved.a.get(node)));  // (N, in)
+      if (node.needs_input_grad(2)) grads[2] = raw::sum_to(raw::sum(grad_rows, {0}), bias_shape);
+      return grads;
+    };
     if (has_bias) {
-      node->bias_shape = bias.sizes();
-      autograd::record(node, {&input, &weight, &bias}, {&out});
+      autograd::record<"LinearBackward">({&input, &weight, &bias}, {&out}, std::move(backward));
     } else {
-      autograd::record(node, {&input, &weight}, {&out});
+      autograd::record<"LinearBackward">({&input, &weight}, {&out}, std::move(backward));
     }
   }
   return out;

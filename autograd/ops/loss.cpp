@@ -11,50 +11,8 @@ namespace syncgrad {
 namespace {
 
 using autograd::GradList;
-using autograd::NodeOf;
+using autograd::Node;
 using autograd::SavedTensor;
-
-struct CrossEntropyBackward final : NodeOf<CrossEntropyBackward> {
-  static constexpr const char* kName = "CrossEntropyBackward";
-  SavedTensor logits, target;
-  raw::CrossEntropyResult forward;  // lse and the count of valid targets (loss itself not kept)
-  CrossEntropyOptions options;
-  GradList apply(GradList&& g) override {
-    return {raw::cross_entropy_backward(g[0], logits.get(*this), target.get(*this), forward, options), Tensor()};
-  }
-  void release_saved() override {
-    logits.reset();
-    target.reset();
-    forward.lse = Tensor();
-  }
-};
-
-struct NllLossBackward final : NodeOf<NllLossBackward> {
-  static constexpr const char* kName = "NllLossBackward";
-  SavedTensor target;
-  Shape input_shape;
-  raw::NLLLossResult forward;
-  NLLLossOptions options;
-  GradList apply(GradList&& g) override {
-    return {raw::nll_loss_backward(g[0], input_shape, target.get(*this), forward, options), Tensor()};
-  }
-  void release_saved() override { target.reset(); }
-};
-
-struct MseLossBackward final : NodeOf<MseLossBackward> {
-  static constexpr const char* kName = "MseLossBackward";
-  SavedTensor input, target;
-  Reduction reduction = Reduction::mean;
-  GradList apply(GradList&& g) override {
-    Tensor x = input.get(*this), y = target.get(*this);
-    Tensor grad_input = raw::mse_loss_backward(g[0], x, y, reduction);
-    return {raw::to(grad_input, x.dtype()), raw::to(raw::mul(grad_input, -1), y.dtype())};
-  }
-  void release_saved() override {
-    input.reset();
-    target.reset();
-  }
-};
 
 }  // namespace
 
@@ -65,12 +23,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
   raw::CrossEntropyResult result = raw::cross_entropy_forward(logits, target, options);
   Tensor out = result.loss;
   if (autograd::any_requires_grad({&logits})) {
-    auto node = std::make_shared<CrossEntropyBackward>();
-    node->logits = logits;
-    node->target = target;
-    node->forward = {Tensor(), result.lse, result.valid};
-    node->options = options;
-    autograd::record(node, {&logits, &target}, {&out});
+    // The forward's lse and count of valid targets (the loss itself not kept).
+    auto backward = [logits = SavedTensor(logits), target = SavedTensor(target),
+                     forward = raw::CrossEntropyResult{Tensor(), result.lse, result.valid},
+                     options](const Node& node, GradList&& g) {
+      return GradList{raw::cross_entropy_backward(g[0], logits.get(node), target.get(node), forward, options),
+                      Tensor()};
+    };
+    autograd::record<"CrossEntropyBackward">({&logits, &target}, {&out}, std::move(backward));
   }
   return out;
 }
@@ -82,12 +42,11 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossOpti
   raw::NLLLossResult result = raw::nll_loss_forward(log_probs, target, options);
   Tensor out = result.loss;
   if (autograd::any_requires_grad({&log_probs})) {
-    auto node = std::make_shared<NllLossBackward>();
-    node->target = target;
-    node->input_shape = log_probs.sizes();
-    node->forward = {Tensor(), result.valid};
-    node->options = options;
-    autograd::record(node, {&log_probs, &target}, {&out});
+    auto backward = [target = SavedTensor(target), input_shape = log_probs.sizes(),
+                     forward = raw::NLLLossResult{Tensor(), result.valid}, options](const Node& node, GradList&& g) {
+      return GradList{raw::nll_loss_backward(g[0], input_shape, target.get(node), forward, options), Tensor()};
+    };
+    autograd::record<"NllLossBackward">({&log_probs, &target}, {&out}, std::move(backward));
   }
   return out;
 }
@@ -98,11 +57,13 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   }
   Tensor out = raw::mse_loss(input, target, reduction);
   if (autograd::any_requires_grad({&input, &target})) {
-    auto node = std::make_shared<MseLossBackward>();
-    node->input = input;
-    node->target = target;
-    node->reduction = reduction;
-    autograd::record(node, {&input, &target}, {&out});
+    auto backward = [input = SavedTensor(input), target = SavedTensor(target), reduction](const Node& node,
+                                                                                         GradList&& g) {
+      Tensor x = input.get(node), y = target.get(node);
+      Tensor grad_input = raw::mse_loss_backward(g[0], x, y, reduction);
+      return GradList{raw::to(grad_input, x.dtype()), raw::to(raw::mul(grad_input, -1), y.dtype())};
+    };
+    autograd::record<"MseLossBackward">({&input, &target}, {&out}, std::move(backward));
   }
   return out;
 }

@@ -10,58 +10,25 @@ namespace syncgrad {
 namespace {
 
 using autograd::GradList;
-using autograd::NodeOf;
+using autograd::Node;
 using autograd::SavedTensor;
 
-// The gradients a norm node owes: those of its inputs (input, weight, bias) whose edges lead somewhere.
-raw::NormGradRequest request_for(const autograd::Node& node, DType weight_dtype, DType bias_dtype) {
-  auto wanted = [&](size_t i, DType dtype) {
-    return node.next_edges[i].valid() ? std::optional<DType>(dtype) : std::nullopt;
-  };
-  return {.input = node.next_edges[0].valid(), .weight = wanted(1, weight_dtype), .bias = wanted(2, bias_dtype)};
+// The dtypes of the weight and bias gradients (float32 for an absent parameter).
+struct ParamDTypes {
+  DType weight = DType::f32, bias = DType::f32;
+};
+
+ParamDTypes param_dtypes(const Tensor& weight, const Tensor& bias) {
+  return {weight.defined() ? weight.dtype() : DType::f32, bias.defined() ? bias.dtype() : DType::f32};
 }
 
-struct BatchNormBackward final : NodeOf<BatchNormBackward> {
-  static constexpr const char* kName = "BatchNormBackward";
-  SavedTensor input, weight, save_mean, save_invstd;
-  DType weight_dtype = DType::f32, bias_dtype = DType::f32;
-  bool training = true;
-
-  GradList apply(GradList&& g) override {
-    Tensor w = weight.get(*this);
-    raw::NormGradRequest request = request_for(*this, weight_dtype, bias_dtype);
-    raw::NormGrads grads = raw::batch_norm_backward(g[0], input.get(*this), save_mean.get(*this),
-                                                    save_invstd.get(*this), w, training, request);
-    return {grads.grad_input, grads.grad_weight, grads.grad_bias};
-  }
-  void release_saved() override {
-    input.reset();
-    weight.reset();
-    save_mean.reset();
-    save_invstd.reset();
-  }
-};
-
-struct LayerNormBackward final : NodeOf<LayerNormBackward> {
-  static constexpr const char* kName = "LayerNormBackward";
-  SavedTensor input, weight, save_mean, save_rstd;
-  Shape normalized_shape;
-  DType weight_dtype = DType::f32, bias_dtype = DType::f32;
-
-  GradList apply(GradList&& g) override {
-    Tensor w = weight.get(*this);
-    raw::NormGradRequest request = request_for(*this, weight_dtype, bias_dtype);
-    raw::NormGrads grads = raw::layer_norm_backward(g[0], input.get(*this), normalized_shape, save_mean.get(*this),
-                                                    save_rstd.get(*this), w, request);
-    return {grads.grad_input, grads.grad_weight, grads.grad_bias};
-  }
-  void release_saved() override {
-    input.reset();
-    weight.reset();
-    save_mean.reset();
-    save_rstd.reset();
-  }
-};
+// The gradients a norm node owes: those of its inputs (input, weight, bias) whose edges lead somewhere.
+raw::NormGradRequest request_for(const Node& node, ParamDTypes dtypes) {
+  auto wanted = [&](size_t i, DType dtype) {
+    return node.needs_input_grad(i) ? std::optional<DType>(dtype) : std::nullopt;
+  };
+  return {.input = node.needs_input_grad(0), .weight = wanted(1, dtypes.weight), .bias = wanted(2, dtypes.bias)};
+}
 
 }  // namespace
 
@@ -74,15 +41,15 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   raw::BatchNormResult result =
       raw::batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps);
   if (autograd::any_requires_grad({&input, &weight, &bias})) {
-    auto node = std::make_shared<BatchNormBackward>();
-    node->input = input;
-    node->weight = weight;
-    node->save_mean = result.save_mean;
-    node->save_invstd = result.save_invstd;
-    if (weight.defined()) node->weight_dtype = weight.dtype();
-    if (bias.defined()) node->bias_dtype = bias.dtype();
-    node->training = training;
-    autograd::record(node, {&input, &weight, &bias}, {&result.output});
+    auto backward = [input = SavedTensor(input), weight = SavedTensor(weight),
+                     save_mean = SavedTensor(result.save_mean), save_invstd = SavedTensor(result.save_invstd),
+                     dtypes = param_dtypes(weight, bias), training](const Node& node, GradList&& g) {
+      raw::NormGradRequest request = request_for(node, dtypes);
+      raw::NormGrads grads = raw::batch_norm_backward(g[0], input.get(node), save_mean.get(node),
+                                                      save_invstd.get(node), weight.get(node), training, request);
+      return GradList{grads.grad_input, grads.grad_weight, grads.grad_bias};
+    };
+    autograd::record<"BatchNormBackward">({&input, &weight, &bias}, {&result.output}, std::move(backward));
   }
   return result.output;
 }
@@ -94,15 +61,15 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
   }
   raw::LayerNormResult result = raw::layer_norm(input, normalized_shape, weight, bias, eps);
   if (autograd::any_requires_grad({&input, &weight, &bias})) {
-    auto node = std::make_shared<LayerNormBackward>();
-    node->input = input;
-    node->weight = weight;
-    node->save_mean = result.save_mean;
-    node->save_rstd = result.save_rstd;
-    node->normalized_shape = normalized_shape;
-    if (weight.defined()) node->weight_dtype = weight.dtype();
-    if (bias.defined()) node->bias_dtype = bias.dtype();
-    autograd::record(node, {&input, &weight, &bias}, {&result.output});
+    auto backward = [input = SavedTensor(input), weight = SavedTensor(weight),
+                     save_mean = SavedTensor(result.save_mean), save_rstd = SavedTensor(result.save_rstd),
+                     normalized_shape, dtypes = param_dtypes(weight, bias)](const Node& node, GradList&& g) {
+      raw::NormGradRequest request = request_for(node, dtypes);
+      raw::NormGrads grads = raw::layer_norm_backward(g[0], input.get(node), normalized_shape, save_mean.get(node),
+                                                      save_rstd.get(node), weight.get(node), request);
+      return GradList{grads.grad_input, grads.grad_weight, grads.grad_bias};
+    };
+    autograd::record<"LayerNormBackward">({&input, &weight, &bias}, {&result.output}, std::move(backward));
   }
   return result.output;
 }

@@ -16,7 +16,7 @@ namespace syncgrad {
 namespace {
 
 using autograd::GradList;
-using autograd::NodeOf;
+using autograd::Node;
 using autograd::SavedTensor;
 
 // What a reduction over some dims needs to send its output gradient back over the input's shape.
@@ -44,116 +44,30 @@ Shape dims_of(const std::vector<bool>& mask) {
   return dims;
 }
 
-struct SumBackward final : NodeOf<SumBackward> {
-  static constexpr const char* kName = "SumBackward";
-  ReducedDims reduced;
-  DType input_dtype = DType::f32;
-  GradList apply(GradList&& g) override { return {raw::to(reduced.broadcast(g[0]), input_dtype)}; }
-};
-
-struct MeanBackward final : NodeOf<MeanBackward> {
-  static constexpr const char* kName = "MeanBackward";
-  ReducedDims reduced;
-  DType input_dtype = DType::f32;
-  GradList apply(GradList&& g) override {
-    Tensor grad = raw::to(reduced.broadcast(g[0]), input_dtype);
-    return {raw::div(grad, scalar_tensor(static_cast<double>(reduced.count()), input_dtype, grad.device()))};
-  }
-};
-
-// max()/min() over all elements.
-struct MaxMinAllBackward final : NodeOf<MaxMinAllBackward> {
-  static constexpr const char* kName = "MaxMinAllBackward";
-  SavedTensor input, result;
-  GradList apply(GradList&& g) override { return {raw::extremum_backward(g[0], input.get(*this), result.get(*this))}; }
-  void release_saved() override {
-    input.reset();
-    result.reset();
-  }
-};
-
-// max(dim)/min(dim): the values' gradient goes to the saved indices.
-struct MaxMinDimBackward final : NodeOf<MaxMinDimBackward> {
-  static constexpr const char* kName = "MaxMinDimBackward";
-  SavedTensor indices;
-  Shape input_shape;
-  int64_t dim = 0;
-  bool keepdim = false;
-  GradList apply(GradList&& g) override {
-    return {raw::index_backward(g[0], indices.get(*this), input_shape, dim, keepdim)};
-  }
-  void release_saved() override { indices.reset(); }
-};
-
-// x - mean(x) over the reduced dims, and count - correction.
+// x - mean(x) over the reduced dims.
 Tensor deviations(const Tensor& x, const ReducedDims& reduced) {
   return raw::sub(x, raw::mean(x, dims_of(reduced.mask), true));
 }
 
-struct VarBackward final : NodeOf<VarBackward> {
-  static constexpr const char* kName = "VarBackward";
-  SavedTensor input;
-  ReducedDims reduced;
-  int64_t correction = 1;
-  GradList apply(GradList&& g) override {
-    Tensor x = input.get(*this);
-    double scale = 2.0 / static_cast<double>(std::max<int64_t>(reduced.count() - correction, 0));
-    return {raw::mul(raw::mul(deviations(x, reduced), scale), reduced.broadcast(raw::to(g[0], x.dtype())))};
-  }
-  void release_saved() override { input.reset(); }
-};
-
-struct StdBackward final : NodeOf<StdBackward> {
-  static constexpr const char* kName = "StdBackward";
-  SavedTensor input, result;
-  ReducedDims reduced;
-  int64_t correction = 1;
-  GradList apply(GradList&& g) override {
-    Tensor x = input.get(*this);
-    double divisor = static_cast<double>(std::max<int64_t>(reduced.count() - correction, 0));
-    Tensor denominator = reduced.broadcast(raw::mul(result.get(*this), divisor));
-    Tensor numerator = raw::mul(deviations(x, reduced), reduced.broadcast(raw::to(g[0], x.dtype())));
-    return {raw::div(numerator, denominator)};
-  }
-  void release_saved() override {
-    input.reset();
-    result.reset();
-  }
-};
-
-struct LogsumexpBackward final : NodeOf<LogsumexpBackward> {
-  static constexpr const char* kName = "LogsumexpBackward";
-  SavedTensor input;
-  Shape dims;
-  GradList apply(GradList&& g) override { return {raw::logsumexp_backward(g[0], input.get(*this), dims)}; }
-  void release_saved() override { input.reset(); }
-};
-
-template <class NodeT>
-std::shared_ptr<NodeT> reduce_node(const Tensor& t, const Shape& dims, bool keepdim, const char* op) {
-  auto node = std::make_shared<NodeT>();
-  node->reduced = reduced_dims(t, dims, keepdim, op);
-  return node;
-}
-
+// max()/min() over all elements: the gradient is shared evenly among the tied extrema.
 Tensor record_extremum(const Tensor& t, Tensor out) {
   if (autograd::any_requires_grad({&t})) {
-    auto node = std::make_shared<MaxMinAllBackward>();
-    node->input = t;
-    node->result = out;
-    autograd::record(node, {&t}, {&out});
+    auto backward = [input = SavedTensor(t), result = SavedTensor(out)](const Node& node, GradList&& g) {
+      return GradList{raw::extremum_backward(g[0], input.get(node), result.get(node))};
+    };
+    autograd::record<"MaxMinAllBackward">({&t}, {&out}, std::move(backward));
   }
   return out;
 }
 
+// max(dim)/min(dim): the values' gradient goes to the saved indices.
 ValuesIndices record_extremum_dim(const Tensor& t, ValuesIndices out, int64_t dim, bool keepdim) {
   if (autograd::any_requires_grad({&t})) {
-    auto node = std::make_shared<MaxMinDimBackward>();
-    node->indices = out.indices;
-    node->input_shape = t.sizes();
-    node->dim = wrap_dim(dim, t.dim(), "max/min");
-    node->keepdim = keepdim;
-    autograd::record(node, {&t}, {&out.values});
+    auto backward = [indices = SavedTensor(out.indices), input_shape = t.sizes(),
+                     dim = wrap_dim(dim, t.dim(), "max/min"), keepdim](const Node& node, GradList&& g) {
+      return GradList{raw::index_backward(g[0], indices.get(node), input_shape, dim, keepdim)};
+    };
+    autograd::record<"MaxMinDimBackward">({&t}, {&out.values}, std::move(backward));
   }
   return out;
 }
@@ -166,9 +80,10 @@ Tensor sum(const Tensor& t, const Shape& dims, bool keepdim, std::optional<DType
   }
   Tensor out = raw::sum(t, dims, keepdim, dtype);
   if (autograd::any_requires_grad({&t})) {
-    auto node = reduce_node<SumBackward>(t, dims, keepdim, "sum");
-    node->input_dtype = t.dtype();
-    autograd::record(node, {&t}, {&out});
+    auto backward = [reduced = reduced_dims(t, dims, keepdim, "sum"), input_dtype = t.dtype()](GradList&& g) {
+      return GradList{raw::to(reduced.broadcast(g[0]), input_dtype)};
+    };
+    autograd::record<"SumBackward">({&t}, {&out}, std::move(backward));
   }
   return out;
 }
@@ -179,9 +94,12 @@ Tensor mean(const Tensor& t, const Shape& dims, bool keepdim, std::optional<DTyp
   }
   Tensor out = raw::mean(t, dims, keepdim, dtype);
   if (autograd::any_requires_grad({&t})) {
-    auto node = reduce_node<MeanBackward>(t, dims, keepdim, "mean");
-    node->input_dtype = t.dtype();
-    autograd::record(node, {&t}, {&out});
+    auto backward = [reduced = reduced_dims(t, dims, keepdim, "mean"), input_dtype = t.dtype()](GradList&& g) {
+      Tensor grad = raw::to(reduced.broadcast(g[0]), input_dtype);
+      return GradList{
+          raw::div(grad, scalar_tensor(static_cast<double>(reduced.count()), input_dtype, grad.device()))};
+    };
+    autograd::record<"MeanBackward">({&t}, {&out}, std::move(backward));
   }
   return out;
 }
@@ -202,10 +120,13 @@ Tensor argmin(const Tensor& t, std::optional<int64_t> dim, bool keepdim) { retur
 Tensor var(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim) {
   Tensor out = raw::var(t, dims, correction, keepdim);
   if (autograd::any_requires_grad({&t})) {
-    auto node = reduce_node<VarBackward>(t, dims, keepdim, "var");
-    node->input = t;
-    node->correction = correction;
-    autograd::record(node, {&t}, {&out});
+    auto backward = [input = SavedTensor(t), reduced = reduced_dims(t, dims, keepdim, "var"),
+                     correction](const Node& node, GradList&& g) {
+      Tensor x = input.get(node);
+      double scale = 2.0 / static_cast<double>(std::max<int64_t>(reduced.count() - correction, 0));
+      return GradList{raw::mul(raw::mul(deviations(x, reduced), scale), reduced.broadcast(raw::to(g[0], x.dtype())))};
+    };
+    autograd::record<"VarBackward">({&t}, {&out}, std::move(backward));
   }
   return out;
 }
@@ -213,11 +134,15 @@ Tensor var(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim)
 Tensor std(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim) {
   Tensor out = raw::std(t, dims, correction, keepdim);
   if (autograd::any_requires_grad({&t})) {
-    auto node = reduce_node<StdBackward>(t, dims, keepdim, "std");
-    node->input = t;
-    node->result = out;
-    node->correction = correction;
-    autograd::record(node, {&t}, {&out});
+    auto backward = [input = SavedTensor(t), result = SavedTensor(out), reduced = reduced_dims(t, dims, keepdim, "std"),
+                     correction](const Node& node, GradList&& g) {
+      Tensor x = input.get(node);
+      double divisor = static_cast<double>(std::max<int64_t>(reduced.count() - correction, 0));
+      Tensor denominator = reduced.broadcast(raw::mul(result.get(node), divisor));
+      Tensor numerator = raw::mul(deviations(x, reduced), reduced.broadcast(raw::to(g[0], x.dtype())));
+      return GradList{raw::div(numerator, denominator)};
+    };
+    autograd::record<"StdBackward">({&t}, {&out}, std::move(backward));
   }
   return out;
 }
@@ -225,10 +150,10 @@ Tensor std(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim)
 Tensor logsumexp(const Tensor& t, const Shape& dims, bool keepdim) {
   Tensor out = raw::logsumexp(t, dims, keepdim);
   if (autograd::any_requires_grad({&t})) {
-    auto node = std::make_shared<LogsumexpBackward>();
-    node->input = t;
-    node->dims = dims;
-    autograd::record(node, {&t}, {&out});
+    auto backward = [input = SavedTensor(t), dims](const Node& node, GradList&& g) {
+      return GradList{raw::logsumexp_backward(g[0], input.get(node), dims)};
+    };
+    autograd::record<"LogsumexpBackward">({&t}, {&out}, std::move(backward));
   }
   return out;
 }

@@ -11,39 +11,23 @@ namespace syncgrad {
 namespace {
 
 using autograd::GradList;
-using autograd::NodeOf;
+using autograd::Node;
 using autograd::SavedTensor;
 
-struct SoftmaxBackward final : NodeOf<SoftmaxBackward> {
-  static constexpr const char* kName = "SoftmaxBackward";
-  SavedTensor result;
-  int64_t dim = 0;
-  GradList apply(GradList&& g) override { return {raw::softmax_backward(g[0], result.get(*this), dim, false)}; }
-  void release_saved() override { result.reset(); }
-};
-
-struct LogSoftmaxBackward final : NodeOf<LogSoftmaxBackward> {
-  static constexpr const char* kName = "LogSoftmaxBackward";
-  SavedTensor result;
-  int64_t dim = 0;
-  GradList apply(GradList&& g) override { return {raw::softmax_backward(g[0], result.get(*this), dim, true)}; }
-  void release_saved() override { result.reset(); }
-};
-
-template <class NodeT>
-Tensor softmax_op(const Tensor& t, int64_t dim, std::optional<DType> dtype, bool log) {
+template <bool Log, autograd::NodeName Name>
+Tensor softmax_op(const Tensor& t, int64_t dim, std::optional<DType> dtype) {
   if (!dtype) {
     if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&t})) {
-      return softmax_op<NodeT>(c[0], dim, dtype, log);
+      return softmax_op<Log, Name>(c[0], dim, dtype);
     }
   }
   Tensor in = dtype ? syncgrad::to(t, *dtype) : t;
-  Tensor out = log ? raw::log_softmax(in, dim) : raw::softmax(in, dim);
+  Tensor out = Log ? raw::log_softmax(in, dim) : raw::softmax(in, dim);
   if (autograd::any_requires_grad({&in})) {
-    auto node = std::make_shared<NodeT>();
-    node->result = out;
-    node->dim = dim;
-    autograd::record(node, {&in}, {&out});
+    auto backward = [result = SavedTensor(out), dim](const Node& node, GradList&& g) {
+      return GradList{raw::softmax_backward(g[0], result.get(node), dim, Log)};
+    };
+    autograd::record<Name>({&in}, {&out}, std::move(backward));
   }
   return out;
 }
@@ -51,11 +35,11 @@ Tensor softmax_op(const Tensor& t, int64_t dim, std::optional<DType> dtype, bool
 }  // namespace
 
 Tensor softmax(const Tensor& t, int64_t dim, std::optional<DType> dtype) {
-  return softmax_op<SoftmaxBackward>(t, dim, dtype, false);
+  return softmax_op<false, "SoftmaxBackward">(t, dim, dtype);
 }
 
 Tensor log_softmax(const Tensor& t, int64_t dim, std::optional<DType> dtype) {
-  return softmax_op<LogSoftmaxBackward>(t, dim, dtype, true);
+  return softmax_op<true, "LogSoftmaxBackward">(t, dim, dtype);
 }
 
 }  // namespace syncgrad

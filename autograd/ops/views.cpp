@@ -14,78 +14,29 @@ namespace syncgrad {
 namespace {
 
 using autograd::GradList;
-using autograd::NodeOf;
 
 // Backward of any view whose gradient is the output gradient reshaped to the input's shape.
-struct ReshapeBackward final : NodeOf<ReshapeBackward> {
-  static constexpr const char* kName = "ReshapeBackward";
-  Shape input_shape;
-  GradList apply(GradList&& g) override { return {raw::reshape(g[0], input_shape)}; }
-};
-
-struct PermuteBackward final : NodeOf<PermuteBackward> {
-  static constexpr const char* kName = "PermuteBackward";
-  Shape inverse;
-  GradList apply(GradList&& g) override { return {raw::permute(g[0], inverse)}; }
-};
-
-// Backward of narrow/slice/select: the gradient lands in the selected region of a zero tensor.
-struct SliceBackward final : NodeOf<SliceBackward> {
-  static constexpr const char* kName = "SliceBackward";
-  Shape input_shape;
-  int64_t dim = 0, start = 0, end = 0, step = 1;
-  bool squeezed = false;  // select: the output lost `dim`
-  GradList apply(GradList&& g) override {
-    Tensor grad_in = zeros(input_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
-    Tensor region = raw::slice(grad_in, dim, start, end, step);
-    raw::copy_(region, squeezed ? raw::unsqueeze(g[0], dim) : g[0]);
-    return {grad_in};
-  }
-};
-
-struct ExpandBackward final : NodeOf<ExpandBackward> {
-  static constexpr const char* kName = "ExpandBackward";
-  Shape input_shape;
-  GradList apply(GradList&& g) override { return {raw::sum_to(g[0], input_shape)}; }
-};
-
-struct CloneBackward final : NodeOf<CloneBackward> {
-  static constexpr const char* kName = "CloneBackward";
-  GradList apply(GradList&& g) override { return {g[0]}; }
-};
-
-struct ToDTypeBackward final : NodeOf<ToDTypeBackward> {
-  static constexpr const char* kName = "ToDTypeBackward";
-  DType input_dtype = DType::f32;
-  GradList apply(GradList&& g) override { return {raw::to(g[0], input_dtype)}; }
-};
-
-struct ToDeviceBackward final : NodeOf<ToDeviceBackward> {
-  static constexpr const char* kName = "ToDeviceBackward";
-  Device input_device;
-  GradList apply(GradList&& g) override { return {raw::to(g[0], input_device)}; }
-};
-
 Tensor record_reshape(const Tensor& in, Tensor out) {
   if (autograd::any_requires_grad({&in})) {
-    auto node = std::make_shared<ReshapeBackward>();
-    node->input_shape = in.sizes();
-    autograd::record(node, {&in}, {&out});
+    autograd::record<"ReshapeBackward">({&in}, {&out}, [input_shape = in.sizes()](GradList&& g) {
+      return GradList{raw::reshape(g[0], input_shape)};
+    });
   }
   return out;
 }
 
+// Backward of narrow/slice/select: the gradient lands in the selected region of a zero tensor; `squeezed`:
+// select, whose output lost `dim`.
 Tensor record_slice(const Tensor& in, Tensor out, int64_t dim, int64_t start, int64_t end, int64_t step,
                     bool squeezed) {
   if (autograd::any_requires_grad({&in})) {
-    auto node = std::make_shared<SliceBackward>();
-    node->input_shape = in.sizes();
-    node->dim = dim;
-    node->start = start;
-    node->end = end;
-    node->step = step;
-    node->squeezed = squeezed;
-    autograd::record(node, {&in}, {&out});
+    auto backward = [input_shape = in.sizes(), dim, start, end, step, squeezed](GradList&& g) {
+      Tensor grad_in = zeros(input_shape, {.dtype = g[0].dtype(), .device = g[0].device()});
+      Tensor region = raw::slice(grad_in, dim, start, end, step);
+      raw::copy_(region, squeezed ? raw::unsqueeze(g[0], dim) : g[0]);
+      return GradList{grad_in};
+    };
+    autograd::record<"SliceBackward">({&in}, {&out}, std::move(backward));
   }
   return out;
 }
@@ -109,10 +60,11 @@ Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim) {
 Tensor permute(const Tensor& t, const Shape& dims) {
   Tensor out = raw::permute(t, dims);
   if (autograd::any_requires_grad({&t})) {
-    auto node = std::make_shared<PermuteBackward>();
-    node->inverse.resize(dims.size());
-    for (size_t i = 0; i < dims.size(); ++i) node->inverse[wrap_dim(dims[i], t.dim(), "permute")] = static_cast<int64_t>(i);
-    autograd::record(node, {&t}, {&out});
+    Shape inverse(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], t.dim(), "permute")] = static_cast<int64_t>(i);
+    autograd::record<"PermuteBackward">({&t}, {&out}, [inverse = std::move(inverse)](GradList&& g) {
+      return GradList{raw::permute(g[0], inverse)};
+    });
   }
   return out;
 }
@@ -151,16 +103,18 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
 Tensor expand(const Tensor& t, const Shape& shape) {
   Tensor out = raw::expand(t, shape);
   if (autograd::any_requires_grad({&t})) {
-    auto node = std::make_shared<ExpandBackward>();
-    node->input_shape = t.sizes();
-    autograd::record(node, {&t}, {&out});
+    autograd::record<"ExpandBackward">({&t}, {&out}, [input_shape = t.sizes()](GradList&& g) {
+      return GradList{raw::sum_to(g[0], input_shape)};
+    });
   }
   return out;
 }
 
 Tensor clone(const Tensor& t) {
   Tensor out = raw::clone(t);
-  if (autograd::any_requires_grad({&t})) autograd::record(std::make_shared<CloneBackward>(), {&t}, {&out});
+  if (autograd::any_requires_grad({&t})) {
+    autograd::record<"CloneBackward">({&t}, {&out}, [](GradList&& g) { return GradList{g[0]}; });
+  }
   return out;
 }
 
@@ -170,9 +124,9 @@ Tensor to(const Tensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
   Tensor out = raw::to(t, dtype);
   if (autograd::any_requires_grad({&t}) && is_floating(dtype)) {
-    auto node = std::make_shared<ToDTypeBackward>();
-    node->input_dtype = t.dtype();
-    autograd::record(node, {&t}, {&out});
+    autograd::record<"ToDTypeBackward">({&t}, {&out}, [input_dtype = t.dtype()](GradList&& g) {
+      return GradList{raw::to(g[0], input_dtype)};
+    });
   }
   return out;
 }
@@ -181,9 +135,9 @@ Tensor to(const Tensor& t, Device device, bool non_blocking) {
   if (t.device() == device) return t;
   Tensor out = raw::to(t, device, non_blocking);
   if (autograd::any_requires_grad({&t})) {
-    auto node = std::make_shared<ToDeviceBackward>();
-    node->input_device = t.device();
-    autograd::record(node, {&t}, {&out});
+    autograd::record<"ToDeviceBackward">({&t}, {&out}, [input_device = t.device()](GradList&& g) {
+      return GradList{raw::to(g[0], input_device)};
+    });
   }
   return out;
 }

@@ -67,11 +67,17 @@ CatPlan plan_cat(const std::vector<Tensor>& tensors, int64_t dim, const char* op
   return plan;
 }
 
+namespace raw {
+
+namespace {
+
+// The wrapped dim for split/chunk of `t` (which must have at least 1 dim).
 int64_t split_dim(const Tensor& t, int64_t dim, const char* op) {
   if (t.dim() == 0) throw ShapeError(std::string(op) + ": expects a tensor with at least 1 dimension, got a 0-d tensor");
   return wrap_dim(dim, t.dim(), op);
 }
 
+// Lengths along `dim` of the pieces that split / chunk produce (dim already valid for t).
 Shape split_lengths(const Tensor& t, int64_t split_size, int64_t dim) {
   int64_t size = t.sizes()[dim];
   if (split_size < 0 || (split_size == 0 && size > 0)) {
@@ -93,6 +99,7 @@ Shape chunk_lengths(const Tensor& t, int64_t chunks, int64_t dim) {
   return split_lengths(t, (size + chunks - 1) / chunks, dim);
 }
 
+// Checks that `lengths` are non-negative and add up to t's size along `dim`.
 void check_split_sizes(const Tensor& t, const Shape& lengths, int64_t dim) {
   int64_t size = t.sizes()[dim];
   for (int64_t length : lengths) {
@@ -107,10 +114,6 @@ void check_split_sizes(const Tensor& t, const Shape& lengths, int64_t dim) {
                      shape_str(t.sizes()) + ")");
   }
 }
-
-namespace raw {
-
-namespace {
 
 std::vector<Tensor> narrow_pieces(const Tensor& t, const Shape& lengths, int64_t dim) {
   std::vector<Tensor> pieces;

@@ -1,6 +1,7 @@
 // Raw (non-differentiable) joining and splitting along one dimension: cat, stack, split, chunk. They need no
 // kernel of their own: cat/stack copy each input into a narrow view of the output (raw::copy_, so any device
-// and dtype conversion work), split/chunk return narrow views. Differentiable versions: autograd/ops/join.h.
+// and dtype conversion work), split/chunk return narrow views. The differentiable versions (autograd/ops/join.h)
+// call these.
 #pragma once
 
 #include <initializer_list>
@@ -19,14 +20,6 @@ struct CatPlan {
   std::vector<bool> skipped;
 };
 CatPlan plan_cat(const std::vector<Tensor>& tensors, int64_t dim, const char* op = "cat");
-
-// The wrapped dim for split/chunk of `t` (which must have at least 1 dim).
-int64_t split_dim(const Tensor& t, int64_t dim, const char* op);
-// Lengths along `dim` of the pieces that split / chunk produce (dim already valid for t).
-Shape split_lengths(const Tensor& t, int64_t split_size, int64_t dim);
-Shape chunk_lengths(const Tensor& t, int64_t chunks, int64_t dim);
-// Checks that `lengths` are non-negative and add up to t's size along `dim`.
-void check_split_sizes(const Tensor& t, const Shape& lengths, int64_t dim);
 
 namespace raw {
 // Concatenation along `dim`: all inputs have the same rank and equal sizes except along dim; the result has

@@ -2,6 +2,7 @@
 // post-accumulate hooks, end-of-backward callbacks, reachability, retain_graph, and the error cases.
 #include <doctest/doctest.h>
 
+#include "autograd/node.h"
 #include "syncgrad.h"
 
 using namespace syncgrad;
@@ -69,6 +70,26 @@ TEST_CASE("a second backward through a freed graph is an error; retain_graph all
   z.backward(ones({1, 2}), true);
   z.backward(ones({1, 2}));
   CHECK(to_vector<float>(x.grad()) == std::vector<float>{3, 3});
+}
+
+TEST_CASE("a backward without retain_graph frees what each node saved") {
+  Tensor x = param({3});
+  Tensor y = exp(x);  // its node saves y (an alias sharing y's storage)
+  const long with_saved = y.impl()->storage().use_count();
+  y.sum().backward({}, true);
+  CHECK(y.impl()->storage().use_count() == with_saved);  // retained
+  y.sum().backward();
+  CHECK(y.impl()->storage().use_count() == with_saved - 1);
+  CHECK(y.grad_fn()->released());
+}
+
+TEST_CASE("node types register at static initialization, each name for one backward") {
+  // Registered whether or not any test ran them: the gradcheck coverage test relies on it.
+  const auto& names = autograd::registered_node_types();
+  for (const char* name : {"AccumulateGrad", "ExpBackward", "ReluBackward", "Conv2dBackward", "CatBackward"}) {
+    CHECK_MESSAGE(names.count(name) == 1, name);
+  }
+  CHECK(autograd::duplicate_node_types().empty());
 }
 
 TEST_CASE("hooks: tensor hooks can replace gradients; post-accumulate hooks see the final grad") {

@@ -1,5 +1,6 @@
 // Entry point of the gradcheck suite: runs every gradcheck case, then fails if any registered autograd
-// node type was never covered by a passing gradcheck (so a new differentiable op cannot ship without one).
+// node type was never covered by a passing gradcheck (so a new differentiable op cannot ship without one), or
+// if one node name belongs to two different backwards (so one gradcheck cannot stand in for both).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -23,6 +24,14 @@ int main(int argc, char** argv) {
     }
   }
   if (!filtered) {
+    const auto& duplicates = syncgrad::autograd::duplicate_node_types();
+    if (!duplicates.empty()) {
+      std::cerr << "gradcheck coverage: " << duplicates.size() << " node name(s) given to more than one backward:";
+      for (const auto& name : duplicates) std::cerr << ' ' << name;
+      std::cerr << "\ngive each backward its own name, so a gradcheck of one cannot cover the other.\n";
+      std::cout << "[doctest] test cases: 1 | 0 passed | 1 failed | 0 skipped (gradcheck coverage)\n";
+      return 1;
+    }
     auto missing = syncgrad::autograd::uncovered_node_types();
     // Nodes that only a CUDA device can exercise are gradchecked in tests/test_cuda.cpp (run with a device).
     if (!syncgrad::cuda_is_available()) {
