@@ -2,7 +2,7 @@
 // the CPU bit for bit; the caching allocator's counters move as documented; bad device indices fail.
 // Without a usable CUDA device the binary prints why and exits with 77, which meson reports as SKIP (or 1 when
 // $SYNCGRAD_TEST_REQUIRE_CUDA is set). tests/meson.build also runs it against the emulated module
-// (tensor/cuda/emulation/), which checks the module's host side on machines without a GPU.
+// (tests/cuda/emulation/), which checks the module's host side on machines without a GPU.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 

@@ -5,7 +5,7 @@
 // devices, also two ranks as threads: results that combine both, and a peer that never joins a collective.
 // Without a usable CUDA device the binary prints why and exits with 77, which meson reports as SKIP (or 1 when
 // $SYNCGRAD_TEST_REQUIRE_CUDA is set). tests/meson.build also runs it against a host-memory NCCL stand-in
-// ($SYNCGRAD_TEST_NCCL_EMULATED; tensor/cuda/nccl_emulation.cpp), which adds injected NCCL errors.
+// ($SYNCGRAD_TEST_NCCL_EMULATED; tests/cuda/emulation/fake_nccl.cpp), which adds injected NCCL errors.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 

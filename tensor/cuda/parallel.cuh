@@ -1,7 +1,7 @@
 // The launch primitives the op kernels (tensor/cuda/*.cu) are written in, so that each kernel body is
 // written once and runs in two builds:
 //  - nvcc (the real module): grid-stride CUDA kernels on the caller's stream;
-//  - g++ (the emulated test module, tensor/cuda/emulation/): plain host loops over the same bodies, so the
+//  - g++ (the emulated test module, tests/cuda/emulation/): plain host loops over the same bodies, so the
 //    conformance tests check every body on machines without a GPU.
 // Bodies are lambdas marked SG_LAMBDA, e.g. `[=] SG_LAMBDA (int64_t i) { out[i] = ...; }`, and call only
 // __host__ __device__ functions (convert.cuh, device_math.cuh). Included only by .cu files.

@@ -17,8 +17,8 @@ void register_norm_kernels();         // norm_ops.cpp: batch_norm_*, layer_norm_
 void register_pool_kernels();         // pool_ops.cpp: max_pool2d, avg_pool2d, adaptive_avg_pool2d (+ backwards)
 void register_attention_kernels();    // attention_ops.cpp: attention_forward, attention_backward (composed)
 void register_conv_kernels();         // conv_ops.cpp (cuDNN) or conv_unavailable.cpp: conv2d and its backwards
-// The "nccl" process-group backend: nccl_process_group.cpp, or nccl_unavailable.cpp (a factory that says why
-// there is none) when the module is built without NCCL.
+// The "nccl" process-group backend (distributed/nccl/, compiled into this module): nccl_process_group.cpp, or
+// nccl_unavailable.cpp (a factory that says why there is none) when the module is built without NCCL.
 void register_nccl_process_group();
 
 }  // namespace syncgrad::cuda

@@ -1,6 +1,6 @@
 // Entry point of the CUDA conformance suite (tests/cuda/test_cuda_*.cpp). Without a usable CUDA device it
 // prints why and exits with 77, which meson reports as SKIP (or 1 when $SYNCGRAD_TEST_REQUIRE_CUDA is set, as
-// for the run against the emulated module, tensor/cuda/emulation/).
+// for the run against the emulated module, tests/cuda/emulation/).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // ProcessGroupNCCL: argument checks, the launch of each collective on the group's NCCL stream (ordered after
 // the compute stream with an event, completion recorded in a second event), the Work that polls completion
 // and aborts on timeout, and the "nccl" registration of the CUDA module.
-#include "tensor/cuda/nccl_process_group.h"
+#include "distributed/nccl/nccl_process_group.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -13,9 +13,9 @@
 
 #include "distributed/errors.h"
 #include "distributed/launch_env.h"
+#include "distributed/nccl/nccl_comm.h"
 #include "tensor/cuda/check.h"
 #include "tensor/cuda/context.h"
-#include "tensor/cuda/nccl_comm.h"
 #include "tensor/cuda/register.h"
 #include "tensor/errors.h"
 #include "tensor/ops/factories.h"

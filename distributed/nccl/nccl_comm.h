@@ -1,7 +1,7 @@
-// The NCCL communicator of one process group (private to tensor/cuda/nccl_*.cpp, the only files that include
+// The NCCL communicator of one process group (private to distributed/nccl/nccl_*.cpp, the only files that include
 // nccl.h): the ncclUniqueId exchange through the store, non-blocking initialisation bounded by the group's
 // timeout, NCCL error texts that name the call and NCCL's own explanation, dtype and ReduceOp mapping, and
-// abort. Compiled into libsyncgrad_cuda.so only when NCCL was found (tensor/cuda/meson.build).
+// abort. Compiled into libsyncgrad_cuda.so only when NCCL was found (distributed/nccl/meson.build).
 #pragma once
 
 #include <nccl.h>

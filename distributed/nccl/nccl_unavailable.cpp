@@ -1,4 +1,4 @@
-// The "nccl" process group of a CUDA module built without NCCL (tensor/cuda/meson.build compiles this file in
+// The "nccl" process group of a CUDA module built without NCCL (distributed/nccl/meson.build compiles it in
 // place of nccl_comm.cpp and nccl_process_group.cpp when NCCL is not found, and into the emulated test module):
 // asking for it fails with a DistributedError that says why and how to get it.
 #include "distributed/errors.h"

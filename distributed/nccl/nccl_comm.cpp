@@ -1,6 +1,6 @@
 // NcclComm: ncclUniqueId exchange through the store, non-blocking communicator setup with a deadline, abort and
 // teardown; NCCL error texts, dtype and ReduceOp mapping for the NCCL process group.
-#include "tensor/cuda/nccl_comm.h"
+#include "distributed/nccl/nccl_comm.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,7 +1,7 @@
-// A host-memory stand-in for NCCL, linked with tensor/cuda/emulation/ and the NCCL process group into
-// libsyncgrad_cuda_nccl_emulated.so (a test fixture, never installed), so that tests/test_cuda_nccl.cpp runs
-// the group's host side -- id exchange through the store, non-blocking setup, launch, completion polling,
-// timeouts, abort, error reports -- on machines without a GPU.
+// A host-memory stand-in for NCCL, linked with the other stand-ins of this directory and the NCCL process group
+// (distributed/nccl/) into libsyncgrad_cuda_nccl_emulated.so (a test fixture, never installed), so that
+// tests/test_cuda_nccl.cpp runs the group's host side -- id exchange through the store, non-blocking setup,
+// launch, completion polling, timeouts, abort, error reports -- on machines without a GPU.
 //
 // Ranks are threads of one process that meet through the unique id, each on its own fake device (two ranks on
 // one device fail like NCCL's "Duplicate GPU"). A collective completes when every rank has called it; until
@@ -13,7 +13,7 @@
 // completes and the communicator reports ncclRemoteError instead.
 //
 // Also stands in for the stream and event calls of the CUDA runtime that only the NCCL group makes; they are
-// weak, so a definition in emulation/fake_runtime.cpp takes precedence.
+// weak, so a definition in fake_runtime.cpp takes precedence.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
