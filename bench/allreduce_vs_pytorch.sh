@@ -8,7 +8,7 @@ pairs=${1:-2}; rounds=${2:-3}
 build=${SYNCGRAD_BUILD_DIR:-build}
 for pair in $(seq 1 "$pairs"); do
   echo "== pair $pair: syncgrad"
-  $build/tools/syncgrad-launch --nproc-per-node 2 $build/bench/syncgrad-bench-allreduce --rounds "$rounds" |
+  $build/tools/syncgrad-launch --nproc-per-node 2 $build/bench/syncgrad-bench allreduce --rounds "$rounds" |
     sed 's/^\[rank0\]: //'
   echo "== pair $pair: PyTorch"
   OMP_NUM_THREADS=1 /usr/bin/python3 bench/torch_allreduce.py "$rounds" 2

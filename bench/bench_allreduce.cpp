@@ -1,7 +1,7 @@
-// syncgrad-bench-allreduce: allreduce latency and bandwidth from 4 KiB to 64 MiB through syncgrad's Gloo
+// syncgrad-bench allreduce: allreduce latency and bandwidth from 4 KiB to 64 MiB through syncgrad's Gloo
 // process group and through raw Gloo (the same gloo::allreduce call on its own context, no worker thread) in
 // the same run, alternating the two. Run it under the launcher:
-//   build/tools/syncgrad-launch --nproc-per-node 2 build/bench/syncgrad-bench-allreduce [--rounds 3]
+//   build/tools/syncgrad-launch --nproc-per-node 2 build/bench/syncgrad-bench allreduce [--rounds 3]
 // Rank 0 prints one row per size: median microseconds per allreduce and algorithm bandwidth (bytes / time).
 #include <gloo/allreduce.h>
 #include <gloo/rendezvous/context.h>
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/subcommands.h"
 #include "distributed/gloo_reduce.h"
 #include "distributed/gloo_store.h"
 #include "distributed/hash_store.h"
@@ -47,9 +48,9 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_allreduce_main(int argc, char** argv) {
   int rounds = 3;
-  CLI::App app{"syncgrad-bench-allreduce: allreduce through the process group vs raw Gloo (run under syncgrad-launch)"};
+  CLI::App app{"syncgrad-bench allreduce: allreduce through the process group vs raw Gloo (run under syncgrad-launch)"};
   app.add_option("--rounds", rounds, "rounds per size (the median is printed)")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
     group->barrier()->wait();
     destroy_process_group();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "syncgrad-bench-allreduce: error: %s\n", e.what());
+    std::fprintf(stderr, "syncgrad-bench allreduce: error: %s\n", e.what());
     return 1;
   }
   return 0;

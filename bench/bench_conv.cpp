@@ -1,11 +1,11 @@
-// syncgrad-bench-conv: where a training step of the bundled LeNet-style CNN (batch 64, float32, or with --amp
+// syncgrad-bench conv: where a training step of the bundled LeNet-style CNN (batch 64, float32, or with --amp
 // bf16|fp16 the kernels on that dtype and the step under autocast) spends its time.
 // Times each conv/pool kernel the step runs, on the step's own shapes, then the whole step (forward, cross
 // entropy, backward, SGD with momentum); "rest" is the step minus the listed kernels (linear layers, ReLU, loss,
 // optimizer, autograd). Every figure is the median of --reps samples taken after a warm-up. GFLOP/s counts a direct
 // convolution's FLOPs, so the Winograd kernels of conv2 (F(4x4, 5x5): 6.25x fewer multiplications) exceed the
 // core's FMA peak.
-//   syncgrad-bench-conv [--threads N] [--reps N] [--amp off|bf16|fp16]
+//   syncgrad-bench conv [--threads N] [--reps N] [--amp off|bf16|fp16]
 #include <malloc.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/subcommands.h"
 #include "syncgrad.h"
 #include "optim/sgd.h"
 
@@ -56,7 +57,7 @@ double conv_gflop(int64_t n, int64_t c_in, int64_t c_out, int64_t k, int64_t out
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_conv_main(int argc, char** argv) {
   int threads = 1, reps = 7;
   std::string amp = "off";
   for (int i = 1; i < argc; ++i) {
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
     sgd.step();
   });
 
-  std::printf("syncgrad-bench-conv: CNN training step, batch %lld, %s, threads %d, %d reps (median)\n\n",
+  std::printf("syncgrad-bench conv: CNN training step, batch %lld, %s, threads %d, %d reps (median)\n\n",
               static_cast<long long>(n), amp == "off" ? "float32" : ("autocast " + amp).c_str(), threads, reps);
   std::printf("%-48s %10s %8s %10s\n", "kernel", "ms", "% step", "GFLOP/s");
   double listed = 0;

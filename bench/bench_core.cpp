@@ -1,8 +1,8 @@
-// syncgrad-bench-core: the core's performance figures side by side in one run, each beside its reference
+// syncgrad-bench core: the core's performance figures side by side in one run, each beside its reference
 // and target: GEMM through the tensor API vs raw Eigen (same threads), elementwise add vs memcpy of the same
 // buffer, the per-op overhead of a tiny add, and one forward+backward of a small MLP. Every figure is the
 // median of --reps samples taken after a warm-up, the tensor op and its reference alternating.
-//   syncgrad-bench-core [--threads N] [--reps N] [--quick]
+//   syncgrad-bench core [--threads N] [--reps N] [--quick]
 #include <malloc.h>
 
 #include <Eigen/Core>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/subcommands.h"
 #include "syncgrad.h"
 
 namespace {
@@ -140,7 +141,7 @@ Row mlp_row(const Options& opt) {
 }
 
 void print_table(const Options& opt, const std::vector<Row>& rows) {
-  std::printf("syncgrad-bench-core: threads %d, %d reps (median)%s\n\n", opt.threads, opt.reps,
+  std::printf("syncgrad-bench core: threads %d, %d reps (median)%s\n\n", opt.threads, opt.reps,
               opt.quick ? ", quick" : "");
   std::printf("%-56s %-16s %-24s %-8s %-18s %s\n", "item", "syncgrad", "reference", "ratio", "target", "result");
   for (const Row& r : rows) {
@@ -156,7 +157,7 @@ int usage(const char* argv0, const std::string& problem) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_core_main(int argc, char** argv) {
   Options opt;
   bool reps_given = false;
   for (int i = 1; i < argc; ++i) {

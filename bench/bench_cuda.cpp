@@ -1,11 +1,12 @@
-// syncgrad-bench-cuda: the CUDA backend's figures beside their raw references in one run: GEMM TFLOP/s through
+// syncgrad-bench cuda: the CUDA backend's figures beside their raw references in one run: GEMM TFLOP/s through
 // syncgrad (raw::mm / raw::linear on CUDA tensors) vs cublasGemmEx on the same device buffers (target: >= 90%),
 // copy bandwidth through syncgrad (device copies, dtype-converting and strided copies, host <-> device) vs
 // cudaMemcpy, and the training step of models::CNN vs PyTorch's on the same GPU (bench/torch_cuda_cnn.py,
 // when torch with CUDA is importable; target: at least as fast). Each figure is the median of --reps samples,
 // ours and the reference alternating (A B A B ...), timed with the device synchronised around each sample.
-// Without a CUDA device it says so and exits 0 (scripts/gpu-check.sh runs it on the GPU machine).
-//   syncgrad-bench-cuda [--reps N] [--quick] [--tf32] [--torch-script PATH]
+// Without a CUDA device it says so and exits 0 (scripts/gpu-check.sh runs it on the GPU machine). Built as a
+// shared module that syncgrad-bench loads for this subcommand (bench/cuda_module.h).
+//   syncgrad-bench cuda [--reps N] [--quick] [--tf32] [--torch-script PATH]
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_module.h"
 #include "syncgrad.h"
 
 namespace {
@@ -281,9 +283,9 @@ void cnn_table(const Options& opt) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+extern "C" int syncgrad_bench_cuda_main(int argc, char** argv) {
   Options opt;
-  CLI::App app{"syncgrad-bench-cuda: GEMM and copy figures of the CUDA backend beside cuBLAS and cudaMemcpy"};
+  CLI::App app{"syncgrad-bench cuda: GEMM and copy figures of the CUDA backend beside cuBLAS and cudaMemcpy"};
   app.add_option("--reps", opt.reps, "samples per figure (median)")->check(CLI::PositiveNumber);
   app.add_flag("--quick", opt.quick, "small sizes only");
   app.add_flag("--tf32", opt.tf32, "float32 GEMMs and convolutions on TF32 (sets SYNCGRAD_CUDA_ALLOW_TF32=1)");
@@ -291,16 +293,16 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (opt.tf32) setenv("SYNCGRAD_CUDA_ALLOW_TF32", "1", 1);
   if (!cuda_is_available()) {
-    std::printf("syncgrad-bench-cuda: skipped: %s\n", backend_unavailable_reason(DeviceType::kCUDA).c_str());
+    std::printf("syncgrad-bench cuda: skipped: %s\n", backend_unavailable_reason(DeviceType::kCUDA).c_str());
     return 0;
   }
-  std::printf("syncgrad-bench-cuda: %s\n", device_backend(DeviceType::kCUDA)->name().c_str());
+  std::printf("syncgrad-bench cuda: %s\n", device_backend(DeviceType::kCUDA)->name().c_str());
   try {
     gemm_table(opt);
     copy_table(opt);
     cnn_table(opt);
   } catch (const Error& e) {
-    std::fprintf(stderr, "syncgrad-bench-cuda: %s\n", e.what());
+    std::fprintf(stderr, "syncgrad-bench cuda: %s\n", e.what());
     return 1;
   }
   return 0;

@@ -1,11 +1,11 @@
-// syncgrad-bench-data: DataLoader throughput and the share of a training step spent waiting for data.
+// syncgrad-bench data: DataLoader throughput and the share of a training step spent waiting for data.
 //   1. batches/s for 0, 1 and 2 workers on Fashion-MNIST (u8 images -> f32 [0, 1] -> Normalize), batch 64;
 //   2. the same on CIFAR-10-format data (RandomCrop 32 pad 4 + RandomHorizontalFlip + Normalize), batch 128,
 //      from a synthetic file set written in the exact binary format into a temporary directory;
 //   3. data-wait as a share of the CNN's training step (models/models.h "cnn", SGD, batch 64) with 0 and 2
 //      workers (target: under 2% with 2 workers).
 // Fashion-MNIST comes from $SYNCGRAD_DATA_DIR or Debian's dataset-fashion-mnist; without it, random images.
-//   syncgrad-bench-data [--batches N] [--steps N] [--reps N]
+//   syncgrad-bench data [--batches N] [--steps N] [--reps N]
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/subcommands.h"
 #include "data/idx.h"
 #include "models/models.h"
 #include "optim/sgd.h"
@@ -177,7 +178,7 @@ Options parse(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_data_main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
     set_num_threads(1);
@@ -185,7 +186,7 @@ int main(int argc, char** argv) {
     auto mnist = fashion_mnist(source);
     const std::string cifar_dir = write_cifar_files(2000);
     auto cifar = cifar_augmented(cifar_dir);
-    std::printf("syncgrad-bench-data: %lld batches per sample, median of %d; %ld cores online\n",
+    std::printf("syncgrad-bench data: %lld batches per sample, median of %d; %ld cores online\n",
                 static_cast<long long>(o.batches), o.reps, sysconf(_SC_NPROCESSORS_ONLN));
     std::printf("Fashion-MNIST: %s; CIFAR-10 format: 10000 synthetic records in %s\n\n", source.c_str(),
                 cifar_dir.c_str());
@@ -208,7 +209,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "syncgrad-bench-data: error: %s\n", e.what());
+    std::fprintf(stderr, "syncgrad-bench data: error: %s\n", e.what());
     return 1;
   }
 }

@@ -1,6 +1,6 @@
-// syncgrad-bench-ddp: DistributedDataParallel training throughput on synthetic Fashion-MNIST-shaped data, one
+// syncgrad-bench ddp: DistributedDataParallel training throughput on synthetic Fashion-MNIST-shaped data, one
 // compute thread per rank. Run it under the launcher for world size 1 and 2 and compare:
-//   build/tools/syncgrad-launch --nproc-per-node 2 build/bench/syncgrad-bench-ddp --model cnn --steps 40
+//   build/tools/syncgrad-launch --nproc-per-node 2 build/bench/syncgrad-bench ddp --model cnn --steps 40
 // Options: --model mlp|cnn, --steps N (timed, after 5 warm-up steps), --batch B (per rank, 64),
 // --bucket-cap-mb X (25), --first-bucket-mb X (1), --no-overlap (launch every bucket at the end of backward),
 // --no-step-check (skip DDP's per-step agreement allgather), --comm-hook NAME.
@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "bench/subcommands.h"
 #include "autograd/ops/loss.h"
 #include "distributed/ddp.h"
 #include "models/models.h"
@@ -21,13 +22,13 @@
 using namespace syncgrad;
 using namespace syncgrad::distributed;
 
-int main(int argc, char** argv) {
+int bench_ddp_main(int argc, char** argv) {
   std::string model_name = "mlp", hook = "allreduce";
   int steps = 40;
   int64_t batch = 64;
   double bucket_cap_mb = 25, first_bucket_mb = 1;
   bool no_overlap = false, no_step_check = false;
-  CLI::App app{"syncgrad-bench-ddp: DDP training throughput (run under syncgrad-launch)"};
+  CLI::App app{"syncgrad-bench ddp: DDP training throughput (run under syncgrad-launch)"};
   app.add_option("--model", model_name, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
   app.add_option("--steps", steps, "timed steps after 5 warm-up steps")->check(CLI::PositiveNumber);
   app.add_option("--batch", batch, "samples per rank and step")->check(CLI::PositiveNumber);
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
     }
     destroy_process_group();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "syncgrad-bench-ddp: error: %s\n", e.what());
+    std::fprintf(stderr, "syncgrad-bench ddp: error: %s\n", e.what());
     return 1;
   }
   return 0;

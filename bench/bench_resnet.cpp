@@ -1,10 +1,10 @@
-// syncgrad-bench-resnet: where a ResNet training step (float32, CIFAR-sized input) spends its time. Times every
+// syncgrad-bench resnet: where a ResNet training step (float32, CIFAR-sized input) spends its time. Times every
 // distinct conv shape of the model (forward, grad input, grad weight; times its number of uses), batch norm
 // forward and backward, ReLU and the residual adds on the step's own shapes, then the whole step
 // (forward, cross entropy, backward, SGD with momentum). Times are thread CPU time, so a busy machine slows
 // the figures less than wall time would; each is the fastest of --reps calls after a warm-up. GFLOP/s counts a
 // direct convolution's 2 * C_out * C_in * kH * kW * OH * OW * N FLOPs, so Winograd layers can exceed the FMA peak.
-//   syncgrad-bench-resnet [--model resnet18|resnet20] [--batch N] [--reps N]
+//   syncgrad-bench resnet [--model resnet18|resnet20] [--batch N] [--reps N]
 #include <malloc.h>
 #include <time.h>
 
@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench/subcommands.h"
 #include "optim/sgd.h"
 #include "syncgrad.h"
 
@@ -110,7 +111,7 @@ struct Row {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int bench_resnet_main(int argc, char** argv) {
   std::string model_name = "resnet20";
   int64_t batch = 0;
   int reps = 5;
@@ -195,7 +196,7 @@ int main(int argc, char** argv) {
     sgd.step();
   });
 
-  std::printf("syncgrad-bench-resnet: %s training step, batch %lld, float32, 1 thread, fastest of %d (CPU time)\n\n",
+  std::printf("syncgrad-bench resnet: %s training step, batch %lld, float32, 1 thread, fastest of %d (CPU time)\n\n",
               model_name.c_str(), static_cast<long long>(batch), reps);
   std::printf("%-46s %4s %9s %9s %7s %8s\n", "kernel", "uses", "ms/use", "ms total", "% step", "GFLOP/s");
   double listed = 0;

@@ -11,7 +11,7 @@ build=${SYNCGRAD_BUILD_DIR:-build}
 launch=$build/tools/syncgrad-launch
 ours() {  # model world steps [extra flags]
   local model=$1 world=$2 steps=$3; shift 3
-  $launch --nproc-per-node "$world" $build/bench/syncgrad-bench-ddp --model "$model" --steps "$steps" "$@" |
+  $launch --nproc-per-node "$world" $build/bench/syncgrad-bench ddp --model "$model" --steps "$steps" "$@" |
     sed 's/^\[rank0\]: //'
 }
 theirs() {  # model world steps

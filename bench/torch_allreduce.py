@@ -1,4 +1,4 @@
-"""PyTorch's all_reduce over gloo for the sizes syncgrad-bench-allreduce measures (f32 sum, median of rounds).
+"""PyTorch's all_reduce over gloo for the sizes syncgrad-bench allreduce measures (f32 sum, median of rounds).
 Usage: torch_allreduce.py [rounds] [world=2]"""
 import statistics
 import sys

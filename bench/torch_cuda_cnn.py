@@ -1,4 +1,4 @@
-"""PyTorch side of syncgrad-bench-cuda's CNN table: the LeNet-style CNN of models::CNN (tests/train/torch_exchange.py)
+"""PyTorch side of syncgrad-bench cuda's CNN table: the LeNet-style CNN of models::CNN (tests/train/torch_exchange.py)
 trained on one CUDA device with SGD (lr 0.05, momentum 0.9) on a fixed random batch, and the median time of a
 training step printed as 'ms_per_step X' (or 'unavailable: <why>' when torch has no CUDA device). The float32
 convolutions follow --tf32 (off by default, as syncgrad's; PyTorch's own default for cuDNN is on).

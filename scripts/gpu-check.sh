@@ -18,9 +18,9 @@
 # [".gpu-deps"]. meson and ninja may come from pip (python3 -m mesonbuild.mesonmain is used if there is no
 # meson command).
 #
-# GPU benchmarks: every executable under build-gpu/bench/ whose name contains "cuda" or "gpu" is run with
-# no arguments (a benchmark that needs arguments should default to a short GPU run), each under a time
-# limit, in the time left of the 8-minute budget. None built yet is not an error. Before them,
+# GPU benchmarks: every GPU subcommand of build-gpu/bench/syncgrad-bench (GPU_BENCH_SUBCOMMANDS: `cuda`) is
+# run with no further arguments (a GPU subcommand should default to a short GPU run), each under a time
+# limit, in the time left of the 8-minute budget. syncgrad-bench not built is not an error. Before them,
 # bench/gpu_models_vs_pytorch.sh times the bundled models' training steps beside PyTorch on the same GPU (with
 # whatever python3 has torch with CUDA; SYNCGRAD_TORCH_PYTHON picks another) and its medians join the summary.
 #
@@ -226,6 +226,9 @@ fi
 if ldd "$BUILD/libsyncgrad.so" 2>/dev/null | grep -qE 'libcudart|libcublas'; then
   fail "libsyncgrad.so links CUDA libraries (it must only dlopen the module)"
 fi
+if ldd "$BUILD/bench/syncgrad-bench" 2>/dev/null | grep -qE 'libcudart|libcublas'; then
+  fail "syncgrad-bench links CUDA libraries (only its cuda subcommand's module, bench/libsyncgrad_bench_cuda.so, may)"
+fi
 if command -v cuobjdump >/dev/null 2>&1; then
   note "module: $module, SASS for: $(cuobjdump --list-elf "$module" 2>/dev/null | sed -n 's/.*\.\(sm_[0-9a-z]*\)\..*/\1/p' | sort -u | tr '\n' ' ')"
 fi
@@ -348,29 +351,26 @@ if [ -n "$GPU_INFO" ] && [ -x "$BUILD/tools/syncgrad-train" ]; then
 fi
 
 # ---------------------------------------------------------------------------------------------- benchmarks
-benches=()
-if [ -d "$BUILD/bench" ]; then
-  while IFS= read -r f; do benches+=("$f"); done < <(find "$BUILD/bench" -maxdepth 2 -type f -perm -u+x \
-    \( -iname '*cuda*' -o -iname '*gpu*' \) ! -name '*.so' ! -name '*.p' 2>/dev/null | sort)
-fi
-if [ "${#benches[@]}" -eq 0 ]; then
-  note "benchmarks: no GPU benchmark built (build-gpu/bench/*cuda*|*gpu*): skipped"
+GPU_BENCH_SUBCOMMANDS=(cuda)  # the subcommands of syncgrad-bench that measure the GPU
+bench_exe="$BUILD/bench/syncgrad-bench"
+if [ ! -x "$bench_exe" ]; then
+  note "benchmarks: $bench_exe not built: skipped"
 else
   : >"$LOGDIR/bench.log"
-  for b in "${benches[@]}"; do
+  for sub in "${GPU_BENCH_SUBCOMMANDS[@]}"; do
     budget=$(( $(left) - 10 ))
-    if [ "$budget" -lt 20 ]; then note "bench $(basename "$b"): skipped (time budget used up)"; continue; fi
+    if [ "$budget" -lt 20 ]; then note "bench syncgrad-bench $sub: skipped (time budget used up)"; continue; fi
     [ "$budget" -gt 180 ] && budget=180
     t0=$SECONDS
-    echo "===== $b" >>"$LOGDIR/bench.log"
-    timeout "$budget" "$b" >>"$LOGDIR/bench.log" 2>&1
+    echo "===== $bench_exe $sub" >>"$LOGDIR/bench.log"
+    timeout "$budget" "$bench_exe" "$sub" >>"$LOGDIR/bench.log" 2>&1
     rc=$?
     if [ "$rc" -eq 0 ]; then
-      note "bench $(basename "$b"): ok ($((SECONDS - t0))s)"
+      note "bench syncgrad-bench $sub: ok ($((SECONDS - t0))s)"
     elif [ "$rc" -eq 124 ]; then
-      fail "bench $(basename "$b"): timed out after ${budget}s"
+      fail "bench syncgrad-bench $sub: timed out after ${budget}s"
     else
-      fail "bench $(basename "$b"): exit $rc"
+      fail "bench syncgrad-bench $sub: exit $rc"
     fi
     tail -n 15 "$LOGDIR/bench.log"
   done

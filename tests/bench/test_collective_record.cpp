@@ -10,10 +10,10 @@
 #include "distributed/work.h"
 #include "tensor/ops/factories.h"
 #include "tests/check_error.h"
-#include "tools/bench/collective_record.h"
-#include "tools/bench/counting_process_group.h"
-#include "tools/bench/thread_load.h"
-#include "tools/bench/timing_comm_hook.h"
+#include "bench/scaling/collective_record.h"
+#include "bench/scaling/counting_process_group.h"
+#include "bench/scaling/thread_load.h"
+#include "bench/scaling/timing_comm_hook.h"
 
 using namespace syncgrad;
 using namespace syncgrad::bench;

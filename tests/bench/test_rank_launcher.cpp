@@ -4,7 +4,7 @@
 
 #include "distributed/errors.h"
 #include "tests/check_error.h"
-#include "tools/bench/rank_launcher.h"
+#include "bench/scaling/rank_launcher.h"
 
 using namespace syncgrad;
 

@@ -1,16 +1,16 @@
-// The scaling model (tools/bench/): the ring allreduce cost, the bucket-overlap timeline on a hand-computed
+// The scaling model (bench/scaling/): the ring allreduce cost, the bucket-overlap timeline on a hand-computed
 // example, DDP and DataParallel step predictions term by term (communication hooks' collectives and decoding
 // included), the compute slowdown from the threads' accounting, the link fit, the verdict at 8 workers, and
 // the report helpers (medians, spreads, combining repeats, the SVG writer's escaping and range checks).
 #include <doctest/doctest.h>
 
 #include "tests/check_error.h"
-#include "tools/bench/ddp_rank.h"
-#include "tools/bench/link_fit.h"
-#include "tools/bench/scaling_analysis.h"
-#include "tools/bench/scaling_measure.h"
-#include "tools/bench/scaling_model.h"
-#include "tools/bench/svg_plot.h"
+#include "bench/scaling/ddp_rank.h"
+#include "bench/scaling/link_fit.h"
+#include "bench/scaling/scaling_analysis.h"
+#include "bench/scaling/scaling_measure.h"
+#include "bench/scaling/scaling_model.h"
+#include "bench/scaling/svg_plot.h"
 
 using namespace syncgrad;
 using namespace syncgrad::bench;

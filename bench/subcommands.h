@@ -1,0 +1,15 @@
+// The subcommands of syncgrad-bench (bench/syncgrad_bench.cpp registers them in its table). Each is the former
+// main() of its own program, so it is declared at global scope as main() was: argv[0] reads
+// "<path to syncgrad-bench> <subcommand>", the rest are the subcommand's own arguments; the return value is
+// the exit status.
+#pragma once
+
+int bench_scaling_main(int argc, char** argv);       // bench/scaling_subcommand.cpp
+int bench_scaling_rank_main(int argc, char** argv);  // (hidden) one DDP rank of `scaling`
+int bench_core_main(int argc, char** argv);          // bench/bench_core.cpp
+int bench_allreduce_main(int argc, char** argv);     // bench/bench_allreduce.cpp, or bench/no_gloo.cpp
+int bench_data_main(int argc, char** argv);          // bench/bench_data.cpp
+int bench_ddp_main(int argc, char** argv);           // bench/bench_ddp.cpp
+int bench_conv_main(int argc, char** argv);          // bench/bench_conv.cpp
+int bench_resnet_main(int argc, char** argv);        // bench/bench_resnet.cpp
+int bench_cuda_main(int argc, char** argv);          // bench/cuda_subcommand.cpp (loads bench/bench_cuda.cpp)

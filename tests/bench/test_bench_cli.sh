@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# syncgrad-bench's entry point: --help lists every subcommand with one line each, an unknown or missing
+# subcommand fails with exit status 2 and names the valid ones, a bad option of a subcommand is refused,
+# `cuda` either loads its module or says that this build has none, and a quick `core` run prints its table.
+# Usage: test_bench_cli.sh path/to/syncgrad-bench
+set -u
+bin="$1"
+failures=0
+check() {  # check "description" command...
+  local what="$1"; shift
+  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
+}
+subcommands=(scaling core allreduce data ddp conv resnet cuda)
+
+help=$("$bin" --help 2>&1); status=$?
+echo "$help"
+check "--help exits 0" test $status -eq 0
+for s in "${subcommands[@]}"; do
+  check "--help lists '$s' on a line of its own" grep -qE "^  $s +[^ ]" <<<"$help"
+done
+check "--help lists exactly these subcommands" test "$(grep -cE '^  [a-z]' <<<"$help")" -eq "${#subcommands[@]}"
+check "--help hides the internal scaling-rank" bash -c '! grep -q scaling-rank <<<"$1"' _ "$help"
+
+out=$("$bin" no-such-bench 2>&1); status=$?
+echo "$out"
+check "an unknown subcommand exits 2" test $status -eq 2
+check "the error names the unknown subcommand" grep -q "unknown subcommand 'no-such-bench'" <<<"$out"
+for s in "${subcommands[@]}"; do
+  check "the error lists '$s'" grep -qE "valid: .*\b$s\b" <<<"$out"
+done
+out=$("$bin" 2>&1); status=$?
+check "no subcommand exits 2" test $status -eq 2
+check "no subcommand prints the list" grep -qE "^  core +" <<<"$out"
+
+out=$("$bin" core --bogus 2>&1); status=$?
+echo "$out"
+check "a bad option of a subcommand exits 2" test $status -eq 2
+check "the error names the option and the subcommand" grep -q "core: unknown or incomplete argument '--bogus'" <<<"$out"
+
+out=$("$bin" cuda --help 2>&1); status=$?
+echo "$out"
+if grep -qE '^  cuda .*\[not in this build\]' <<<"$help"; then
+  check "cuda without the CUDA module fails" test $status -ne 0
+  check "cuda says that this build has no CUDA module" grep -q "this build has no CUDA module" <<<"$out"
+else
+  check "cuda --help (its module loaded) exits 0" test $status -eq 0
+  check "cuda --help shows the module's options" grep -q -- "--tf32" <<<"$out"
+fi
+
+out=$("$bin" core --quick --reps 1 2>&1); status=$?
+echo "$out"
+check "core --quick --reps 1 exits 0" test $status -eq 0
+check "core prints its header" grep -q "^syncgrad-bench core: threads 1, 1 reps (median), quick" <<<"$out"
+check "core prints its table" grep -qE "^item +syncgrad +reference +ratio +target +result" <<<"$out"
+check "core times the 512 GEMM" grep -qE "^GEMM f32 512x512 @ 512x512 .*GFLOP/s" <<<"$out"
+
+echo "$failures failure(s)"
+[ "$failures" -eq 0 ]
