@@ -28,6 +28,13 @@ BackendState& cuda_state() {
   return state;
 }
 
+// Why CUDA requests fail: "no CUDA backend (built without CUDA / no device)", then ": <detail>" if any.
+std::string no_cuda_backend(const std::string& detail = "") {
+  std::string reason = "no CUDA backend (built without CUDA / no device)";
+  if (!detail.empty()) reason += ": " + detail;
+  return reason;
+}
+
 std::string directory_of_this_library() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&directory_of_this_library), &info) == 0 || info.dli_fname == nullptr) {
@@ -40,7 +47,7 @@ std::string directory_of_this_library() {
 
 void load_cuda_module(BackendState& state) {
   if (!SYNCGRAD_HAVE_CUDA && std::getenv("SYNCGRAD_CUDA_MODULE") == nullptr) {
-    state.reason = "no CUDA backend (built without CUDA / no device)";
+    state.reason = no_cuda_backend();
     return;
   }
   std::string path;
@@ -59,22 +66,20 @@ void load_cuda_module(BackendState& state) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    state.reason = std::string("no CUDA backend (built without CUDA / no device): could not load ") + path +
-                   ": " + (why ? why : "unknown error");
+    state.reason = no_cuda_backend("could not load " + path + ": " + (why ? why : "unknown error"));
     return;
   }
   using InitFn = void (*)();
   auto init = reinterpret_cast<InitFn>(dlsym(handle, kBackendInitSymbol));
   if (init == nullptr) {
-    state.reason = "no CUDA backend (built without CUDA / no device): " + path + " lacks " + kBackendInitSymbol;
+    state.reason = no_cuda_backend(path + " lacks " + kBackendInitSymbol);
     return;
   }
   init();
   if (state.backend == nullptr) {
-    state.reason = "no CUDA backend (built without CUDA / no device): module did not register";
+    state.reason = no_cuda_backend("module did not register");
   } else if (state.backend->device_count() == 0) {
-    state.reason = "no CUDA backend (built without CUDA / no device): " + state.backend->name() +
-                   " sees no CUDA device";
+    state.reason = no_cuda_backend(state.backend->name() + " sees no CUDA device");
   } else {
     state.reason.clear();
   }

@@ -5,11 +5,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define SYNCGRAD_HOST_DEVICE __host__ __device__
-#else
-#define SYNCGRAD_HOST_DEVICE
-#endif
+#include "tensor/host_device.h"
 
 namespace syncgrad::philox {
 

@@ -5,29 +5,11 @@
 
 #include "tensor/cpu/elementwise_loops.h"
 #include "tensor/cpu/visit.h"
+#include "tensor/int_pow.h"
 #include "tensor/ops/elementwise.h"
 
 namespace syncgrad::cpu {
 namespace {
-
-// Integer power by squaring; negative exponents give the truncated result (0 unless |base| == 1).
-template <class M>
-M int_pow(M base, M exponent) {
-  if constexpr (std::is_signed_v<M>) {
-    if (exponent < 0) {
-      if (base == 1) return 1;
-      if (base == -1) return (exponent % 2 == 0) ? 1 : -1;
-      return 0;
-    }
-  }
-  M result = 1;
-  while (exponent != 0) {
-    if (exponent & 1) result = static_cast<M>(result * base);
-    base = static_cast<M>(base * base);
-    exponent = static_cast<M>(exponent / 2);
-  }
-  return result;
-}
 
 template <class M>
 bool is_nan(M v) {

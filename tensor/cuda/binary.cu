@@ -9,28 +9,10 @@
 #include "tensor/cuda/dtype_visit.cuh"
 #include "tensor/cuda/elementwise_kernels.h"
 #include "tensor/cuda/parallel.cuh"
+#include "tensor/int_pow.h"
 
 namespace syncgrad::cuda {
 namespace {
-
-// Integer power by squaring; negative exponents give the truncated result (0 unless |base| == 1).
-template <class M>
-__host__ __device__ M int_pow(M base, M exponent) {
-  if constexpr (std::is_signed_v<M>) {
-    if (exponent < 0) {
-      if (base == 1) return 1;
-      if (base == -1) return (exponent % 2 == 0) ? 1 : -1;
-      return 0;
-    }
-  }
-  M result = 1;
-  while (exponent != 0) {
-    if (exponent & 1) result = static_cast<M>(result * base);
-    base = static_cast<M>(base * base);
-    exponent = static_cast<M>(exponent / 2);
-  }
-  return result;
-}
 
 // x (op) y in opmath M, converted to the element type T.
 template <class T, class M>

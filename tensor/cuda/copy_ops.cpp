@@ -11,6 +11,7 @@
 #include "tensor/cuda/context.h"
 #include "tensor/cuda/launch.h"
 #include "tensor/cuda/layout.h"
+#include "tensor/cuda/op_support.h"
 #include "tensor/cuda/register.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/views.h"
@@ -29,17 +30,6 @@ uint64_t element_bits(DType dtype, const Scalar& value) {
   uint64_t bits = 0;
   std::memcpy(&bits, buffer, element_size(dtype));
   return bits;
-}
-
-// Runs body(stream) with the tensor's device current; CUDA errors get the op and device in front.
-template <class Body>
-void on_device(const char* op, Device device, Body&& body) {
-  try {
-    DeviceGuard guard(device.index);
-    body(compute_stream(device.index));
-  } catch (const DeviceError& e) {
-    throw DeviceError(std::string(op) + " on " + device.str() + ": " + e.what());
-  }
 }
 
 void fill_kernel(const Tensor& out, const Scalar& value) {

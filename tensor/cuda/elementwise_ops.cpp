@@ -22,13 +22,10 @@ CompareKind kind_of(CompareOp op) { return static_cast<CompareKind>(op); }
 UnaryKind kind_of(UnaryOp op) { return static_cast<UnaryKind>(op); }
 
 void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  const char* name = binary_op_name(op);
-  const bool bool_ok = op == BinaryOp::add || op == BinaryOp::maximum || op == BinaryOp::mul || op == BinaryOp::minimum;
-  if (out.dtype() == DType::boolean && !bool_ok)
-    unsupported_dtype(name, DType::boolean, "all numeric dtypes (not bool)");
-  for_each_piece<3>(name, {&out, &a, &b}, [&](const std::array<char*, 3>& p, const Geometry<3>& g, cudaStream_t s) {
-    launch_binary(kind_of(op), out.dtype(), p[0], p[1], p[2], g, s);
-  });
+  for_each_piece<3>(binary_op_name(op), {&out, &a, &b},
+                    [&](const std::array<char*, 3>& p, const Geometry<3>& g, cudaStream_t s) {
+                      launch_binary(kind_of(op), out.dtype(), p[0], p[1], p[2], g, s);
+                    });
 }
 
 void add_scaled_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {

@@ -1,6 +1,7 @@
 // Host glue of the CUDA indexing kernels (indexing.cu): index checks before anything is written (one wait
-// for the device per op, to raise the IndexError the CPU raises), the line views of tensor/cpu/indexing.cpp,
-// and registration into kernels::embedding, embedding_backward, index_select, index_add, gather, scatter_add.
+// for the device per op, to raise the IndexError the CPU raises), launches over the lines the front-end built
+// (kernels::IndexLines in tensor/ops/indexing.h), and registration into kernels::embedding, embedding_backward,
+// index_select, index_add, gather, scatter_add.
 #include <functional>
 #include <limits>
 #include <string>
@@ -39,20 +40,6 @@ void check_dim_range(const char* op, const Tensor& index, int64_t dim, int64_t s
   });
 }
 
-// `t` seen with `sizes` and t's strides except 0 along `dim`.
-Tensor slice_base(const Tensor& t, const Shape& sizes, int64_t dim) {
-  Shape strides = t.strides();
-  strides[dim] = 0;
-  return raw::as_strided(t, sizes, strides, t.storage_offset());
-}
-
-// A 1-D index broadcast to `sizes`: it varies along `dim` only.
-Tensor broadcast_list_index(const Tensor& index, const Shape& sizes, int64_t dim) {
-  Shape strides(sizes.size(), 0);
-  strides[dim] = index.strides()[0];
-  return raw::as_strided(index, sizes, strides, index.storage_offset());
-}
-
 // out[p] = base[p] moved index[p] * step elements, over out's shape.
 void gather_lines(const char* op, const Tensor& out, const Tensor& base, const Tensor& index, int64_t step) {
   for_each_piece<3>(op, {&out, &base, &index},
@@ -61,7 +48,7 @@ void gather_lines(const char* op, const Tensor& out, const Tensor& base, const T
                     });
 }
 
-// base[p] moved index[p] * step elements += src[p], over index's shape.
+// base[p] moved index[p] * step elements += src[p], over src's shape.
 void scatter_add_lines(const char* op, const Tensor& base, const Tensor& src, const Tensor& index, int64_t step) {
   for_each_piece<3>(op, {&base, &src, &index},
                     [&](const std::array<char*, 3>& p, const Geometry<3>& g, cudaStream_t s) {
@@ -93,31 +80,16 @@ void embedding_backward_kernel(const Tensor& grad_weight, const Tensor& grad_out
   });
 }
 
-void index_select_kernel(const Tensor& out, const Tensor& input, int64_t dim, const Tensor& index) {
-  require_index("index_select", index.dtype());
-  check_dim_range("index_select", index, dim, input.sizes()[dim]);
-  gather_lines("index_select", out, slice_base(input, out.sizes(), dim), broadcast_list_index(index, out.sizes(), dim),
-               input.strides()[dim]);
+// index_select and gather.
+void gather_kernel(const Tensor& out, const kernels::IndexLines& lines) {
+  check_dim_range(lines.op, lines.index, lines.dim, lines.size());
+  gather_lines(lines.op, out, lines.base, lines.line_index, lines.step());
 }
 
-void index_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  require_index("index_add_", index.dtype());
-  check_dim_range("index_add_", index, dim, self.sizes()[dim]);
-  scatter_add_lines("index_add_", slice_base(self, src.sizes(), dim), src,
-                    broadcast_list_index(index, src.sizes(), dim), self.strides()[dim]);
-}
-
-void gather_kernel(const Tensor& out, const Tensor& input, int64_t dim, const Tensor& index) {
-  require_index("gather", index.dtype());
-  check_dim_range("gather", index, dim, input.sizes()[dim]);
-  gather_lines("gather", out, slice_base(input, index.sizes(), dim), index, input.strides()[dim]);
-}
-
-void scatter_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  require_index("scatter_add_", index.dtype());
-  check_dim_range("scatter_add_", index, dim, self.sizes()[dim]);
-  const Tensor src_part = raw::as_strided(src, index.sizes(), src.strides(), src.storage_offset());
-  scatter_add_lines("scatter_add_", slice_base(self, index.sizes(), dim), src_part, index, self.strides()[dim]);
+// index_add_ and scatter_add_.
+void scatter_add_kernel(const kernels::IndexLines& lines, const Tensor& src) {
+  check_dim_range(lines.op, lines.index, lines.dim, lines.size());
+  scatter_add_lines(lines.op, lines.base, src, lines.line_index, lines.step());
 }
 
 }  // namespace
@@ -125,8 +97,8 @@ void scatter_add_kernel(const Tensor& self, int64_t dim, const Tensor& index, co
 void register_indexing_kernels() {
   kernels::embedding.set(DeviceType::kCUDA, &embedding_kernel);
   kernels::embedding_backward.set(DeviceType::kCUDA, &embedding_backward_kernel);
-  kernels::index_select.set(DeviceType::kCUDA, &index_select_kernel);
-  kernels::index_add.set(DeviceType::kCUDA, &index_add_kernel);
+  kernels::index_select.set(DeviceType::kCUDA, &gather_kernel);
+  kernels::index_add.set(DeviceType::kCUDA, &scatter_add_kernel);
   kernels::gather.set(DeviceType::kCUDA, &gather_kernel);
   kernels::scatter_add.set(DeviceType::kCUDA, &scatter_add_kernel);
 }

@@ -83,7 +83,8 @@ Tensor prepared(const Tensor& t, const Shape& shape, DType dtype) {
   return converted.sizes() == shape ? converted : expand(converted, shape);
 }
 
-// The dtype `op` computes in for inputs promoting to `promoted`; rejects combinations it does not define.
+// The dtype `op` computes in for inputs promoting to `promoted`; rejects combinations it does not define, so
+// the binary kernels see a bool output only for add, mul, maximum and minimum.
 DType arithmetic_dtype(BinaryOp op, DType promoted, const char* name) {
   if (is_floating(promoted)) return promoted;
   if (op == BinaryOp::div) return default_float_dtype();  // true division

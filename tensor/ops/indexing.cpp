@@ -1,5 +1,6 @@
-// Raw indexing front-ends: argument checks (devices, index dtype, ranks, sizes), output allocation and
-// dispatch. Index values are range-checked by the kernels, which read them.
+// Raw indexing front-ends: argument checks (devices, index dtype, ranks, sizes), output allocation, the line
+// views the kernels walk (kernels::IndexLines) and dispatch. Index values are range-checked by the kernels,
+// which read them.
 #include "tensor/ops/indexing.h"
 
 #include "tensor/ops/copy.h"
@@ -9,10 +10,10 @@
 namespace syncgrad {
 
 namespace kernels {
-constinit KernelSlot<void(const Tensor&, const Tensor&, int64_t, const Tensor&)> index_select("index_select");
-constinit KernelSlot<void(const Tensor&, int64_t, const Tensor&, const Tensor&)> index_add("index_add_");
-constinit KernelSlot<void(const Tensor&, const Tensor&, int64_t, const Tensor&)> gather("gather");
-constinit KernelSlot<void(const Tensor&, int64_t, const Tensor&, const Tensor&)> scatter_add("scatter_add_");
+constinit KernelSlot<void(const Tensor&, const IndexLines&)> index_select("index_select");
+constinit KernelSlot<void(const IndexLines&, const Tensor&)> index_add("index_add_");
+constinit KernelSlot<void(const Tensor&, const IndexLines&)> gather("gather");
+constinit KernelSlot<void(const IndexLines&, const Tensor&)> scatter_add("scatter_add_");
 }  // namespace kernels
 
 namespace {
@@ -59,6 +60,31 @@ void check_index_fits(const char* op, const Tensor& index, const char* other_nam
   }
 }
 
+// `t` seen with `sizes` and t's strides except 0 along `dim`.
+Tensor slice_base(const Tensor& t, const Shape& sizes, int64_t dim) {
+  Shape strides = t.strides();
+  strides[dim] = 0;
+  return raw::as_strided(t, sizes, strides, t.storage_offset());
+}
+
+// A 1-D index broadcast to `sizes`: it varies along `dim` only.
+Tensor broadcast_list_index(const Tensor& index, const Shape& sizes, int64_t dim) {
+  Shape strides(sizes.size(), 0);
+  strides[dim] = index.strides()[0];
+  return raw::as_strided(index, sizes, strides, index.storage_offset());
+}
+
+// The lines of index_select / index_add_: a 1-D list of positions applied to whole slices of `sizes`.
+kernels::IndexLines list_lines(const char* op, const Tensor& indexed, int64_t dim, const Tensor& index,
+                               const Shape& sizes) {
+  return {op, indexed, dim, index, slice_base(indexed, sizes, dim), broadcast_list_index(index, sizes, dim)};
+}
+
+// The lines of gather / scatter_add_: one position per element of `index`.
+kernels::IndexLines element_lines(const char* op, const Tensor& indexed, int64_t dim, const Tensor& index) {
+  return {op, indexed, dim, index, slice_base(indexed, index.sizes(), dim), index};
+}
+
 }  // namespace
 
 namespace raw {
@@ -77,7 +103,7 @@ Tensor index_select(const Tensor& input, int64_t dim, const Tensor& index) {
   Shape out_shape = in.sizes();
   out_shape[d] = index.numel();
   Tensor out = empty(out_shape, {.dtype = input.dtype(), .device = input.device()});
-  kernels::index_select(input.device(), out, in, d, as_1d(index));
+  kernels::index_select(input.device(), out, list_lines(op, in, d, as_1d(index), out_shape));
   return input.dim() == 0 ? view(out, {}) : out;
 }
 
@@ -98,7 +124,7 @@ void index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tens
                      shape_str(self.sizes()) + " with " + std::to_string(index.numel()) + " indices along dimension " +
                      std::to_string(d) + " needs src of shape " + shape_str(expected));
   }
-  kernels::index_add(self.device(), target, d, as_1d(index), source);
+  kernels::index_add(self.device(), list_lines(op, target, d, as_1d(index), source.sizes()), source);
   self.impl()->storage()->bump_version();
 }
 
@@ -116,7 +142,7 @@ Tensor gather(const Tensor& input, int64_t dim, const Tensor& index) {
   int64_t d = wrap_dim(dim, input.dim(), op);
   check_index_fits(op, index, "input", input, d, true);
   Tensor out = empty(index.sizes(), {.dtype = input.dtype(), .device = input.device()});
-  kernels::gather(input.device(), as_1d(out), as_1d(input), d, as_1d(index));
+  kernels::gather(input.device(), as_1d(out), element_lines(op, as_1d(input), d, as_1d(index)));
   return out;
 }
 
@@ -131,7 +157,10 @@ void scatter_add_(const Tensor& self, int64_t dim, const Tensor& index, const Te
   int64_t d = wrap_dim(dim, self.dim(), op);
   check_index_fits(op, index, "src", src, d, false);
   check_index_fits(op, index, "self", self, d, true);
-  kernels::scatter_add(self.device(), as_1d(self), d, as_1d(index), as_1d(src));
+  const kernels::IndexLines lines = element_lines(op, as_1d(self), d, as_1d(index));
+  const Tensor source = as_1d(src);
+  kernels::scatter_add(self.device(), lines, as_strided(source, lines.index.sizes(), source.strides(),
+                                                        source.storage_offset()));
   self.impl()->storage()->bump_version();
 }
 

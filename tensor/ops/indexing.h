@@ -10,16 +10,28 @@
 namespace syncgrad {
 
 namespace kernels {
-// The kernels receive validated operands of equal rank (0-d tensors already viewed as 1-element 1-D) and a
-// wrapped `dim`; they check every index value against the size of `dim` before writing anything.
-// out[.., i, ..] = input[.., index[i], ..]; out has input's shape with index.numel() along dim.
-extern KernelSlot<void(const Tensor& out, const Tensor& input, int64_t dim, const Tensor& index)> index_select;
-// self[.., index[i], ..] += src[.., i, ..]; src has self's shape with index.numel() along dim.
-extern KernelSlot<void(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src)> index_add;
-// out[p] = input[p with p[dim] replaced by index[p]]; out has index's shape.
-extern KernelSlot<void(const Tensor& out, const Tensor& input, int64_t dim, const Tensor& index)> gather;
-// self[p with p[dim] replaced by index[p]] += src[p] for every position p of index.
-extern KernelSlot<void(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src)> scatter_add;
+// An indexing op seen as lines along `dim`, the form both backends walk. The front-ends build it from checked
+// operands of equal rank (0-d tensors already viewed as 1-element 1-D) and a wrapped `dim`. Element p of
+// `base` is where the line through p along dim starts, and line_index[p] says how many steps of `step()`
+// elements to move along it. The kernels check every value of `index` against `size()` before writing.
+struct IndexLines {
+  const char* op;     // the op named in errors
+  Tensor indexed;     // input (index_select, gather) or self (index_add, scatter_add)
+  int64_t dim;        // the indexed dimension
+  Tensor index;       // the index as the op got it: 1-D (index_select, index_add) or of the iteration shape
+  Tensor base;        // `indexed` over the iteration shape with stride 0 along dim
+  Tensor line_index;  // `index` over the iteration shape
+  int64_t size() const { return indexed.sizes()[dim]; }
+  int64_t step() const { return indexed.strides()[dim]; }
+};
+// out[p] = base[p] moved line_index[p] steps, over out's shape (the iteration shape); for index_select out has
+// input's shape with index.numel() along dim, for gather index's shape.
+extern KernelSlot<void(const Tensor& out, const IndexLines& lines)> index_select;
+extern KernelSlot<void(const Tensor& out, const IndexLines& lines)> gather;
+// base[p] moved line_index[p] steps += src[p], over src's shape (the iteration shape); for index_add src has
+// self's shape with index.numel() along dim, for scatter_add index's shape (src already narrowed to it).
+extern KernelSlot<void(const IndexLines& lines, const Tensor& src)> index_add;
+extern KernelSlot<void(const IndexLines& lines, const Tensor& src)> scatter_add;
 }  // namespace kernels
 
 namespace raw {
