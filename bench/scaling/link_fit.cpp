@@ -12,6 +12,7 @@ namespace {
 
 struct Pair {
   double alpha, beta;
+  bool bandwidth_only = false;  // the times did not grow with size: fitted through the origin instead
 };
 
 Pair fit_pair(const std::vector<AllreduceSample>& samples, int p) {
@@ -28,13 +29,14 @@ Pair fit_pair(const std::vector<AllreduceSample>& samples, int p) {
   const double det = uu * vv - uv * uv;
   double alpha = det != 0 ? (u1 * vv - v1 * uv) / det : 0;
   double inverse_beta = det != 0 ? (uu * v1 - uv * u1) / det : v1 / vv;
-  if (alpha < 0) {
+  // A negative latency, or times that fall with size (noise on a loaded machine), leave no line to fit: the
+  // bandwidth alone through the origin (always positive) stands in, flagged, instead of failing the bench.
+  const bool bandwidth_only = inverse_beta <= 0;
+  if (alpha < 0 || bandwidth_only) {
     alpha = 0;
     inverse_beta = v1 / vv;
   }
-  if (inverse_beta <= 0)
-    throw ValueError("fit_link: the allreduce times do not grow with size; cannot fit a bandwidth");
-  return {alpha, 1 / inverse_beta};
+  return {alpha, 1 / inverse_beta, bandwidth_only};
 }
 
 }  // namespace
@@ -49,8 +51,10 @@ LinkFit fit_link(const std::vector<AllreduceSample>& samples, int p, double spli
     const Pair one = fit_pair(samples, p);
     fit.link.alpha_seconds = one.alpha;
     fit.link.beta_bytes_per_second = one.beta;
+    fit.times_did_not_grow = one.bandwidth_only;
   } else {
     const Pair lo = fit_pair(small, p), hi = fit_pair(large, p);
+    fit.times_did_not_grow = lo.bandwidth_only || hi.bandwidth_only;
     fit.link.alpha_seconds = lo.alpha;
     fit.link.beta_bytes_per_second = lo.beta;
     fit.link.split_bytes = split_bytes;
@@ -63,12 +67,15 @@ LinkFit fit_link(const std::vector<AllreduceSample>& samples, int p, double spli
   }
   fit.link.source = fmt::format(
       "fitted here to {}-worker allreduce times ({:.0f} KiB .. {:.0f} MiB over 127.0.0.1, "
-      "Gloo{}), worst residual {:.0f}%",
+      "Gloo{}), worst residual {:.0f}%{}",
       p, samples.front().bytes / 1024, samples.back().bytes / (1 << 20),
       fit.link.split_bytes > 0
           ? fmt::format(", one fit up to {:g} MiB and one above", fit.link.split_bytes / (1 << 20))
           : "",
-      100 * fit.worst_relative_error);
+      100 * fit.worst_relative_error,
+      fit.times_did_not_grow ? "; the times did not grow with size (a loaded machine?): bandwidth alone, "
+                               "alpha 0; rerun quieter or with more --repeats"
+                             : "");
   return fit;
 }
 
