@@ -12,35 +12,22 @@
 // the compiler knows is unlikely; the message is built and thrown out of line, in cold code.
 #pragma once
 
-#include <cstddef>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace syncgrad::detail {
 
-// The type a part is composed as: character arrays ("literal") become const char*, so that literals of
-// different lengths share one instantiation of the message builder; everything else keeps its type.
-template <class T>
-struct CheckPart {
-  using type = T;
-};
-template <std::size_t N>
-struct CheckPart<char[N]> {
-  using type = const char*;
-};
-
+// The message of a failed check: its parts written with operator<<. The macro hands the parts over as one
+// std::tuple of values (a literal decays to const char*, so literals of any length share one instantiation),
+// built only once the check has failed: passing them one by one, or by reference, makes the calling function
+// keep locals in memory or set up a frame pointer, which slows the path where the check passes.
 template <class... Parts>
-[[gnu::cold, gnu::noinline]] std::string compose_check_message(const Parts&... parts) {
+[[gnu::cold, gnu::noinline]] std::string check_message(const std::tuple<Parts...>& parts) {
   std::ostringstream message;
-  (message << ... << parts);
+  std::apply([&message](const auto&... part) { (message << ... << part); }, parts);
   return message.str();
-}
-
-// The message of a failed check: its parts written with operator<<.
-template <class... Parts>
-std::string check_message(const Parts&... parts) {
-  return compose_check_message<typename CheckPart<Parts>::type...>(parts...);
 }
 
 template <class ErrorType>
@@ -51,9 +38,9 @@ template <class ErrorType>
 }  // namespace syncgrad::detail
 
 // Throws ErrorType(message) when `condition` is false; the message parts (at least one) are evaluated then only.
-#define SYNCGRAD_CHECK(condition, ErrorType, ...)                                                       \
-  do {                                                                                                  \
-    if (!(condition)) [[unlikely]] {                                                                    \
-      ::syncgrad::detail::throw_check_error<ErrorType>(::syncgrad::detail::check_message(__VA_ARGS__)); \
-    }                                                                                                   \
+#define SYNCGRAD_CHECK(condition, ErrorType, ...)                                                                     \
+  do {                                                                                                                \
+    if (!(condition)) [[unlikely]] {                                                                                  \
+      ::syncgrad::detail::throw_check_error<ErrorType>(::syncgrad::detail::check_message(::std::tuple(__VA_ARGS__))); \
+    }                                                                                                                 \
   } while (false)
