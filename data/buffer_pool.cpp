@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tensor/backend.h"
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/ops/views.h"
 
@@ -34,8 +35,7 @@ struct BufferPool::State {
                         " bytes of pinned host memory; use pin_memory=false");
     }
     void* block = std::aligned_alloc(64, size);
-    if (block == nullptr) throw Error("DataLoader: out of host memory allocating a " + std::to_string(size) +
-                                      "-byte batch buffer");
+    SYNCGRAD_CHECK(block != nullptr, Error, "DataLoader: out of host memory allocating a ", size, "-byte batch buffer");
     return block;
   }
 
@@ -66,7 +66,7 @@ BufferPoolStats BufferPool::stats() const {
 Tensor BufferPool::empty(const Shape& shape, DType dtype) {
   int64_t numel = 1;
   for (int64_t extent : shape) {
-    if (extent < 0) throw ValueError("BufferPool::empty: negative extent in shape " + shape_str(shape));
+    SYNCGRAD_CHECK(extent >= 0, ValueError, "BufferPool::empty: negative extent in shape ", shape_str(shape));
     numel *= extent;
   }
   const size_t nbytes = static_cast<size_t>(numel) * element_size(dtype);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <system_error>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/join.h"
@@ -36,10 +37,8 @@ CifarSplit read_cifar10_file(const std::string& path) {
   const int64_t size = info.st_size;
   if (size == 0 || size % kCifarRecordBytes != 0) {
     std::fclose(file);
-    if (size == 0) {
-      throw ValueError("read_cifar10 '" + path + "': the file is empty, expected records of " +
-                       std::to_string(kCifarRecordBytes) + " bytes (1 label + 3072 pixels)");
-    }
+    SYNCGRAD_CHECK(size != 0, ValueError, "read_cifar10 '", path, "': the file is empty, expected records of ",
+                   kCifarRecordBytes, " bytes (1 label + 3072 pixels)");
     const int64_t whole = size / kCifarRecordBytes;
     throw ValueError("read_cifar10 '" + path + "': size " + std::to_string(size) + " bytes is not a multiple of the " +
                      std::to_string(kCifarRecordBytes) + "-byte record (1 label + 3072 pixels): record " +
@@ -52,21 +51,16 @@ CifarSplit read_cifar10_file(const std::string& path) {
   const size_t got = std::fread(bytes.data(), 1, bytes.size(), file);
   const int error_number = errno;
   std::fclose(file);
-  if (got != bytes.size()) {
-    throw IOError("read_cifar10 '" + path + "': read " + std::to_string(got) + " of " + std::to_string(size) +
-                  " bytes: " + os_reason(error_number));
-  }
+  SYNCGRAD_CHECK(got == bytes.size(), IOError, "read_cifar10 '", path, "': read ", got, " of ", size,
+                 " bytes: ", os_reason(error_number));
   CifarSplit split{empty({n, 3, 32, 32}, {.dtype = DType::u8}), empty({n}, {.dtype = DType::i64})};
   auto* pixels = split.images.data_ptr<uint8_t>();
   auto* labels = split.labels.data_ptr<int64_t>();
   for (int64_t r = 0; r < n; ++r) {
     const uint8_t* record = bytes.data() + r * kCifarRecordBytes;
-    if (record[0] >= kNumClasses) {
-      throw ValueError(
-          "read_cifar10 '" + path + "': record " + std::to_string(r) + " (offset " +
-          std::to_string(r * kCifarRecordBytes) + "): label byte is " + std::to_string(record[0]) +
-          ", expected a class index 0..9 (mislabelled, or not a CIFAR-10 file: CIFAR-100 has 2 label bytes)");
-    }
+    SYNCGRAD_CHECK(record[0] < kNumClasses, ValueError, "read_cifar10 '", path, "': record ", r, " (offset ",
+                   r * kCifarRecordBytes, "): label byte is ", std::to_string(record[0]),
+                   ", expected a class index 0..9 (mislabelled, or not a CIFAR-10 file: CIFAR-100 has 2 label bytes)");
     labels[r] = record[0];
     std::copy(record + 1, record + kCifarRecordBytes, pixels + r * kCifarImageBytes);
   }
@@ -83,10 +77,9 @@ CifarSplit load_cifar10(const std::string& dir, bool train) {
   for (const std::string& name : cifar10_files(train)) {
     const std::string path = dir + "/" + name;
     struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) {
-      throw IOError("load_cifar10: '" + path + "' does not exist; expected the " + (train ? "train" : "test") +
-                    " files of the binary version (cifar-10-batches-bin: data_batch_1..5.bin, test_batch.bin)");
-    }
+    SYNCGRAD_CHECK(::stat(path.c_str(), &info) == 0, IOError, "load_cifar10: '", path,
+                   "' does not exist; expected the ", (train ? "train" : "test"),
+                   " files of the binary version (cifar-10-batches-bin: data_batch_1..5.bin, test_batch.bin)");
     CifarSplit part = read_cifar10_file(path);
     images.push_back(part.images);
     labels.push_back(part.labels);
@@ -101,7 +94,7 @@ Cifar10Dataset::Cifar10Dataset(CifarSplit split) : split_(std::move(split)) {
   const bool ok = split_.images.defined() && split_.labels.defined() && split_.images.dtype() == DType::u8 &&
                   split_.labels.dtype() == DType::i64 && split_.images.is_contiguous() && split_.images.dim() == 4 &&
                   split_.images.sizes() == Shape{split_.labels.size(0), 3, 32, 32} && split_.labels.dim() == 1;
-  if (!ok) throw ShapeError("Cifar10Dataset: images must be (N, 3, 32, 32) u8 and labels (N) i64 with the same N");
+  SYNCGRAD_CHECK(ok, ShapeError, "Cifar10Dataset: images must be (N, 3, 32, 32) u8 and labels (N) i64 with the same N");
 }
 
 int64_t Cifar10Dataset::size() const { return split_.labels.size(0); }

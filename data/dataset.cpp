@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/ops/views.h"
 
@@ -14,17 +15,14 @@ Example Dataset::fetch(int64_t index, Generator&) const { return get(index); }
 
 void Dataset::check_index(int64_t index) const {
   const int64_t n = size();
-  if (index < 0 || index >= n) {
-    throw IndexError("Dataset::get: index " + std::to_string(index) + " is out of range for a dataset of size " +
-                     std::to_string(n) + " (valid: [0, " + std::to_string(n) + "))");
-  }
+  SYNCGRAD_CHECK(index >= 0 && index < n, IndexError, "Dataset::get: index ", index,
+                 " is out of range for a dataset of size ", n, " (valid: [0, ", n, "))");
 }
 
 TensorDataset::TensorDataset(Tensor data, Tensor targets) : data_(std::move(data)), targets_(std::move(targets)) {
-  if (data_.dim() == 0 || targets_.dim() == 0 || data_.size(0) != targets_.size(0)) {
-    throw ShapeError("TensorDataset: data " + shape_str(data_.sizes()) + " and targets " +
-                     shape_str(targets_.sizes()) + " need at least one dim and the same first dim");
-  }
+  SYNCGRAD_CHECK(data_.dim() != 0 && targets_.dim() != 0 && data_.size(0) == targets_.size(0), ShapeError,
+                 "TensorDataset: data ", shape_str(data_.sizes()), " and targets ", shape_str(targets_.sizes()),
+                 " need at least one dim and the same first dim");
 }
 
 int64_t TensorDataset::size() const { return data_.size(0); }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "data/idx.h"
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/ops/factories.h"
 
@@ -51,10 +52,8 @@ Tensor widen_labels(const Tensor& raw_labels, const std::string& path) {
   const auto* in = raw_labels.data_ptr<uint8_t>();
   int64_t* dst = out.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
-    if (in[i] >= kNumClasses) {
-      throw ValueError("load_fashion_mnist '" + path + "': label " + std::to_string(i) + " is " +
-                       std::to_string(in[i]) + ", expected a class index below " + std::to_string(kNumClasses));
-    }
+    SYNCGRAD_CHECK(in[i] < kNumClasses, ValueError, "load_fashion_mnist '", path, "': label ", i, " is ",
+                   std::to_string(in[i]), ", expected a class index below ", kNumClasses);
     dst[i] = in[i];
   }
   return out;
@@ -69,22 +68,18 @@ std::string default_fashion_mnist_dir() {
 }
 
 MnistSplit load_fashion_mnist(const std::string& dir, bool train, double mean, double std) {
-  if (!(std > 0.0)) throw ValueError("load_fashion_mnist: std must be positive, got " + std::to_string(std));
+  SYNCGRAD_CHECK(std > 0.0, ValueError, "load_fashion_mnist: std must be positive, got ", std::to_string(std));
   const std::string prefix = train ? "train" : "t10k";
   std::string images_path = find_split_file(dir, prefix + "-images-idx3-ubyte");
   std::string labels_path = find_split_file(dir, prefix + "-labels-idx1-ubyte");
 
   Tensor pixels = read_idx_images(images_path);  // u8 (N, rows, cols)
-  if (pixels.size(1) != kImageSide || pixels.size(2) != kImageSide) {
-    throw ValueError("load_fashion_mnist '" + images_path + "': images are " + std::to_string(pixels.size(1)) + "x" +
-                     std::to_string(pixels.size(2)) + ", expected 28x28");
-  }
+  SYNCGRAD_CHECK(pixels.size(1) == kImageSide && pixels.size(2) == kImageSide, ValueError, "load_fashion_mnist '",
+                 images_path, "': images are ", pixels.size(1), "x", pixels.size(2), ", expected 28x28");
   Tensor raw_labels = read_idx_labels(labels_path);  // u8 (N)
-  if (raw_labels.size(0) != pixels.size(0)) {
-    throw ValueError("load_fashion_mnist: image/label count mismatch: '" + images_path + "' has " +
-                     std::to_string(pixels.size(0)) + " images but '" + labels_path + "' has " +
-                     std::to_string(raw_labels.size(0)) + " labels");
-  }
+  SYNCGRAD_CHECK(raw_labels.size(0) == pixels.size(0), ValueError, "load_fashion_mnist: image/label count mismatch: '",
+                 images_path, "' has ", pixels.size(0), " images but '", labels_path, "' has ", raw_labels.size(0),
+                 " labels");
   return MnistSplit{normalise(pixels, mean, std), widen_labels(raw_labels, labels_path)};
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <system_error>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/ops/factories.h"
 
@@ -35,7 +36,7 @@ class ByteSource {
     }
     std::fclose(probe);
     gz_ = gzopen(path.c_str(), "rb");
-    if (gz_ == nullptr) throw IOError("read_idx '" + path + "': gzopen failed");
+    SYNCGRAD_CHECK(gz_ != nullptr, IOError, "read_idx '", path, "': gzopen failed");
     gzbuffer(gz_, 1 << 20);
   }
   ~ByteSource() {
@@ -97,34 +98,24 @@ Tensor read_idx_u8(const std::string& path, int ndim) {
   const size_t header_bytes = 4 + 4 * static_cast<size_t>(ndim);
   unsigned char header[16];
   size_t got = source.read(header, header_bytes);
-  if (got < 4) {
-    throw ValueError("read_idx '" + path + "': file too short for the magic number (" + std::to_string(got) +
-                     " bytes; truncated?)");
-  }
+  SYNCGRAD_CHECK(got >= 4, ValueError, "read_idx '", path, "': file too short for the magic number (", got,
+                 " bytes; truncated?)");
   uint32_t magic = big_endian_u32(header);
-  if (magic != expected_magic) {
-    throw ValueError("read_idx '" + path + "': wrong magic number: expected " + hex32(expected_magic) + ", found " +
-                     hex32(magic) + " (not an IDX file of " + std::to_string(ndim) + "-d unsigned bytes?)");
-  }
-  if (got < header_bytes) {
-    throw ValueError("read_idx '" + path + "': truncated header: expected " + std::to_string(header_bytes) +
-                     " bytes, found " + std::to_string(got));
-  }
+  SYNCGRAD_CHECK(magic == expected_magic, ValueError, "read_idx '", path, "': wrong magic number: expected ",
+                 hex32(expected_magic), ", found ", hex32(magic), " (not an IDX file of ", ndim, "-d unsigned bytes?)");
+  SYNCGRAD_CHECK(got >= header_bytes, ValueError, "read_idx '", path, "': truncated header: expected ", header_bytes,
+                 " bytes, found ", got);
   Shape shape;
   for (int d = 0; d < ndim; ++d) shape.push_back(big_endian_u32(header + 4 + 4 * d));
 
   Tensor out = empty(shape, {.dtype = DType::u8});
   size_t expected = static_cast<size_t>(out.numel());
   size_t found = source.read(out.data_ptr(), expected);
-  if (found < expected) {
-    throw ValueError("read_idx '" + path + "' (" + source.kind() + "): truncated data: expected " +
-                     std::to_string(expected) + " bytes, found " + std::to_string(found));
-  }
+  SYNCGRAD_CHECK(found >= expected, ValueError, "read_idx '", path, "' (", source.kind(),
+                 "): truncated data: expected ", expected, " bytes, found ", found);
   unsigned char extra;
-  if (source.read(&extra, 1) != 0) {
-    throw ValueError("read_idx '" + path + "' (" + source.kind() + "): trailing data after the expected " +
-                     std::to_string(expected) + " bytes");
-  }
+  SYNCGRAD_CHECK(source.read(&extra, 1) == 0, ValueError, "read_idx '", path, "' (", source.kind(),
+                 "): trailing data after the expected ", expected, " bytes");
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "tensor/backend.h"
+#include "tensor/check.h"
 
 namespace syncgrad::data {
 namespace {
@@ -66,17 +67,14 @@ LoaderState DataLoader::state() const {
 }
 
 void DataLoader::load_state(const LoaderState& state) {
-  if (iterating_) throw ValueError("DataLoader::load_state: the loader is being iterated; restore it before begin()");
-  if (state.epoch < 0 || state.batches_consumed < 0) {
-    throw ValueError("DataLoader::load_state: epoch " + std::to_string(state.epoch) + " and batches_consumed " +
-                     std::to_string(state.batches_consumed) + " must be >= 0");
-  }
+  SYNCGRAD_CHECK(!iterating_, ValueError,
+                 "DataLoader::load_state: the loader is being iterated; restore it before begin()");
+  SYNCGRAD_CHECK(state.epoch >= 0 && state.batches_consumed >= 0, ValueError, "DataLoader::load_state: epoch ",
+                 state.epoch, " and batches_consumed ", state.batches_consumed, " must be >= 0");
   const int64_t total = num_batches();
-  if (state.batches_consumed > total) {
-    throw ValueError("DataLoader::load_state: batches_consumed " + std::to_string(state.batches_consumed) +
-                     " exceeds the " + std::to_string(total) +
-                     " batches of an epoch (another dataset size or batch_size than the saved run?)");
-  }
+  SYNCGRAD_CHECK(state.batches_consumed <= total, ValueError, "DataLoader::load_state: batches_consumed ",
+                 state.batches_consumed, " exceeds the ", total,
+                 " batches of an epoch (another dataset size or batch_size than the saved run?)");
   epoch_ = state.epoch;
   consumed_ = state.batches_consumed;
   epoch_batches_ = -1;
@@ -100,10 +98,9 @@ void DataLoader::prepare_sampler() {
 }
 
 DataLoader::Iterator DataLoader::begin() {
-  if (iterating_) {
-    throw ValueError("DataLoader::begin: an iterator of this loader is still alive; finish or destroy it first "
-                     "(one epoch at a time)");
-  }
+  SYNCGRAD_CHECK(
+      !iterating_, ValueError,
+      "DataLoader::begin: an iterator of this loader is still alive; finish or destroy it first (one epoch at a time)");
   const bool abandoned = epoch_batches_ >= 0 && consumed_ > 0;  // a loop left early (completion resets -1)
   if (!resume_pending_ && abandoned) {
     ++epoch_;

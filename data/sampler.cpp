@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/generator.h"
 #include "tensor/ops/factories.h"
@@ -15,9 +16,7 @@ namespace syncgrad::data {
 namespace {
 
 void check_size(int64_t n, const char* who, const char* what) {
-  if (n < 0) {
-    throw ValueError(std::string(who) + ": " + what + " must be >= 0, got " + std::to_string(n));
-  }
+  SYNCGRAD_CHECK(n >= 0, ValueError, who, ": ", what, " must be >= 0, got ", n);
 }
 
 std::vector<int64_t> iota(int64_t n) {
@@ -46,10 +45,8 @@ std::vector<int64_t> RandomSampler::indices() const {
 
 BatchSampler::BatchSampler(std::shared_ptr<Sampler> sampler, int64_t batch_size, bool drop_last)
     : sampler_(std::move(sampler)), batch_size_(batch_size), drop_last_(drop_last) {
-  if (!sampler_) throw ValueError("BatchSampler: sampler must not be null");
-  if (batch_size_ < 1) {
-    throw ValueError("BatchSampler: batch_size must be >= 1, got " + std::to_string(batch_size_));
-  }
+  SYNCGRAD_CHECK(sampler_, ValueError, "BatchSampler: sampler must not be null");
+  SYNCGRAD_CHECK(batch_size_ >= 1, ValueError, "BatchSampler: batch_size must be >= 1, got ", batch_size_);
 }
 
 int64_t BatchSampler::num_batches() const {
@@ -77,13 +74,9 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replica
       seed_(seed),
       drop_last_(drop_last) {
   check_size(dataset_size, "DistributedSampler", "dataset_size");
-  if (num_replicas < 1) {
-    throw ValueError("DistributedSampler: num_replicas must be >= 1, got " + std::to_string(num_replicas));
-  }
-  if (rank < 0 || rank >= num_replicas) {
-    throw ValueError("DistributedSampler: rank " + std::to_string(rank) + " is out of range [0, " +
-                     std::to_string(num_replicas - 1) + "] for num_replicas " + std::to_string(num_replicas));
-  }
+  SYNCGRAD_CHECK(num_replicas >= 1, ValueError, "DistributedSampler: num_replicas must be >= 1, got ", num_replicas);
+  SYNCGRAD_CHECK(rank >= 0 && rank < num_replicas, ValueError, "DistributedSampler: rank ", rank,
+                 " is out of range [0, ", num_replicas - 1, "] for num_replicas ", num_replicas);
   const int64_t n = dataset_size, r = num_replicas;
   num_samples_ = (drop_last && n % r != 0) ? n / r : (n + r - 1) / r;
 }

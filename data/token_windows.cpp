@@ -7,6 +7,7 @@
 #include <system_error>
 #include <vector>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -15,25 +16,19 @@ namespace syncgrad::data {
 
 TokenWindowDataset::TokenWindowDataset(const std::string& path, int64_t block_size, int64_t stride)
     : block_size_(block_size), stride_(stride == 0 ? block_size : stride) {
-  if (block_size < 1) {
-    throw ValueError("TokenWindowDataset: block_size must be >= 1, got " + std::to_string(block_size));
-  }
-  if (stride < 0) {
-    throw ValueError("TokenWindowDataset: stride must be >= 0 (0: block_size), got " + std::to_string(stride));
-  }
+  SYNCGRAD_CHECK(block_size >= 1, ValueError, "TokenWindowDataset: block_size must be >= 1, got ", block_size);
+  SYNCGRAD_CHECK(stride >= 0, ValueError, "TokenWindowDataset: stride must be >= 0 (0: block_size), got ", stride);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int error_number = errno;
     throw IOError("TokenWindowDataset '" + path + "': cannot open: " + std::system_category().message(error_number));
   }
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw IOError("TokenWindowDataset '" + path + "': read failed");
+  SYNCGRAD_CHECK(!in.bad(), IOError, "TokenWindowDataset '", path, "': read failed");
   const auto n = static_cast<int64_t>(bytes.size());
-  if (n < block_size + 1) {
-    throw ValueError("TokenWindowDataset '" + path + "': " + std::to_string(n) + " tokens (bytes), but one window of " +
-                     "block_size " + std::to_string(block_size) + " needs " + std::to_string(block_size + 1) +
-                     " (inputs plus the shifted target)");
-  }
+  SYNCGRAD_CHECK(n >= block_size + 1, ValueError, "TokenWindowDataset '", path, "': ", n,
+                 " tokens (bytes), but one window of block_size ", block_size, " needs ", block_size + 1,
+                 " (inputs plus the shifted target)");
   tokens_ = empty({n}, {.dtype = DType::i64});  // (N)
   int64_t* dst = tokens_.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) dst[i] = bytes[static_cast<size_t>(i)];

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
@@ -14,16 +15,11 @@ namespace {
 
 // The image as a contiguous (C, H, W) f32 tensor; errors name the transform.
 Tensor checked_image(const Tensor& image, const char* who) {
-  if (!image.defined() || image.dim() != 3) {
-    throw ShapeError(std::string(who) + ": expected a (C, H, W) image, got shape " +
-                     (image.defined() ? shape_str(image.sizes()) : std::string("<undefined>")));
-  }
-  if (image.dtype() != DType::f32) {
-    throw DTypeError(std::string(who) + ": expected a float32 image, got " + dtype_name(image.dtype()));
-  }
-  if (!image.device().is_cpu()) {
-    throw DeviceError(std::string(who) + ": expected a CPU image, got " + image.device().str());
-  }
+  SYNCGRAD_CHECK(image.defined() && image.dim() == 3, ShapeError, who, ": expected a (C, H, W) image, got shape ",
+                 (image.defined() ? shape_str(image.sizes()) : std::string("<undefined>")));
+  SYNCGRAD_CHECK(image.dtype() == DType::f32, DTypeError, who, ": expected a float32 image, got ",
+                 dtype_name(image.dtype()));
+  SYNCGRAD_CHECK(image.device().is_cpu(), DeviceError, who, ": expected a CPU image, got ", image.device().str());
   return raw::contiguous(image);
 }
 
@@ -32,24 +28,18 @@ Tensor checked_image(const Tensor& image, const char* who) {
 Transform::~Transform() = default;
 
 Normalize::Normalize(std::vector<float> mean, std::vector<float> std) : mean_(std::move(mean)), std_(std::move(std)) {
-  if (mean_.empty() || mean_.size() != std_.size()) {
-    throw ValueError("Normalize: mean has " + std::to_string(mean_.size()) + " values and std " +
-                     std::to_string(std_.size()) + "; give one of each per channel");
-  }
+  SYNCGRAD_CHECK(!mean_.empty() && mean_.size() == std_.size(), ValueError, "Normalize: mean has ", mean_.size(),
+                 " values and std ", std_.size(), "; give one of each per channel");
   for (size_t c = 0; c < std_.size(); ++c) {
-    if (!(std_[c] > 0)) {
-      throw ValueError("Normalize: std[" + std::to_string(c) + "] is " + std::to_string(std_[c]) + ", must be > 0");
-    }
+    SYNCGRAD_CHECK(std_[c] > 0, ValueError, "Normalize: std[", c, "] is ", std::to_string(std_[c]), ", must be > 0");
   }
 }
 
 Tensor Normalize::operator()(const Tensor& image, Generator&) const {
   Tensor in = checked_image(image, "Normalize");
   const int64_t channels = in.size(0), plane = in.size(1) * in.size(2);
-  if (channels != static_cast<int64_t>(mean_.size())) {
-    throw ShapeError("Normalize: image " + shape_str(in.sizes()) + " has " + std::to_string(channels) +
-                     " channels but mean/std have " + std::to_string(mean_.size()));
-  }
+  SYNCGRAD_CHECK(channels == static_cast<int64_t>(mean_.size()), ShapeError, "Normalize: image ", shape_str(in.sizes()),
+                 " has ", channels, " channels but mean/std have ", mean_.size());
   Tensor out = empty(in.sizes());  // (C, H, W)
   const float* src = in.data_ptr<float>();
   float* dst = out.data_ptr<float>();
@@ -61,18 +51,16 @@ Tensor Normalize::operator()(const Tensor& image, Generator&) const {
 }
 
 RandomCrop::RandomCrop(int64_t size, int64_t padding) : size_(size), padding_(padding) {
-  if (size < 1) throw ValueError("RandomCrop: size must be >= 1, got " + std::to_string(size));
-  if (padding < 0) throw ValueError("RandomCrop: padding must be >= 0, got " + std::to_string(padding));
+  SYNCGRAD_CHECK(size >= 1, ValueError, "RandomCrop: size must be >= 1, got ", size);
+  SYNCGRAD_CHECK(padding >= 0, ValueError, "RandomCrop: padding must be >= 0, got ", padding);
 }
 
 Tensor RandomCrop::operator()(const Tensor& image, Generator& gen) const {
   Tensor in = checked_image(image, "RandomCrop");
   const int64_t channels = in.size(0), height = in.size(1), width = in.size(2);
   const int64_t padded_h = height + 2 * padding_, padded_w = width + 2 * padding_;
-  if (padded_h < size_ || padded_w < size_) {
-    throw ShapeError("RandomCrop: image " + shape_str(in.sizes()) + " padded by " + std::to_string(padding_) +
-                     " is smaller than the crop size " + std::to_string(size_));
-  }
+  SYNCGRAD_CHECK(padded_h >= size_ && padded_w >= size_, ShapeError, "RandomCrop: image ", shape_str(in.sizes()),
+                 " padded by ", padding_, " is smaller than the crop size ", size_);
   // Top-left corner of the crop in padded coordinates.
   const int64_t top = static_cast<int64_t>(gen.next_below(static_cast<uint64_t>(padded_h - size_ + 1)));
   const int64_t left = static_cast<int64_t>(gen.next_below(static_cast<uint64_t>(padded_w - size_ + 1)));
@@ -94,7 +82,8 @@ Tensor RandomCrop::operator()(const Tensor& image, Generator& gen) const {
 }
 
 RandomHorizontalFlip::RandomHorizontalFlip(double p) : p_(p) {
-  if (!(p >= 0.0 && p <= 1.0)) throw ValueError("RandomHorizontalFlip: p must be in [0, 1], got " + std::to_string(p));
+  SYNCGRAD_CHECK(p >= 0.0 && p <= 1.0, ValueError, "RandomHorizontalFlip: p must be in [0, 1], got ",
+                 std::to_string(p));
 }
 
 Tensor RandomHorizontalFlip::operator()(const Tensor& image, Generator& gen) const {
@@ -113,7 +102,7 @@ Tensor RandomHorizontalFlip::operator()(const Tensor& image, Generator& gen) con
 
 Compose::Compose(std::vector<std::shared_ptr<const Transform>> transforms) : transforms_(std::move(transforms)) {
   for (size_t i = 0; i < transforms_.size(); ++i) {
-    if (!transforms_[i]) throw ValueError("Compose: transform " + std::to_string(i) + " is null");
+    SYNCGRAD_CHECK(transforms_[i], ValueError, "Compose: transform ", i, " is null");
   }
 }
 
@@ -125,8 +114,8 @@ Tensor Compose::operator()(const Tensor& image, Generator& gen) const {
 
 TransformDataset::TransformDataset(std::shared_ptr<const Dataset> base, std::shared_ptr<const Transform> transform)
     : base_(std::move(base)), transform_(std::move(transform)) {
-  if (!base_) throw ValueError("TransformDataset: base dataset must not be null");
-  if (!transform_) throw ValueError("TransformDataset: transform must not be null");
+  SYNCGRAD_CHECK(base_, ValueError, "TransformDataset: base dataset must not be null");
+  SYNCGRAD_CHECK(transform_, ValueError, "TransformDataset: transform must not be null");
 }
 
 Example TransformDataset::get(int64_t index) const {

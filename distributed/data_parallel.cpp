@@ -13,6 +13,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
 #include "autograd/node.h"
+#include "tensor/check.h"
 #include "tensor/memory_tag.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
@@ -123,10 +124,9 @@ class DataParallelGatherBackward : public autograd::NamedNode<"DataParallelGathe
         memory_tags_(memory_tags) {}
 
   autograd::GradList apply(autograd::GradList&& grads) override {
-    if (outputs_.empty()) {
-      throw AutogradError("DataParallel: backward ran twice through the same forward; the replicas' graphs are "
-                          "freed after the first backward (retain_graph is not supported through DataParallel)");
-    }
+    SYNCGRAD_CHECK(!outputs_.empty(), AutogradError,
+                   "DataParallel: backward ran twice through the same forward; the replicas' graphs are freed after "
+                   "the first backward (retain_graph is not supported through DataParallel)");
     const Tensor& grad = grads[0];
     auto start = Clock::now();
     std::vector<Tensor> pieces;
@@ -192,10 +192,9 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> module,
       module_(std::move(module)),
       memory_tags_(options.memory_tags),
       stats_(std::make_shared<DataParallelStats>()) {
-  if (!module_) throw ValueError("DataParallel: the module is null");
-  if (options.num_workers < 1) {
-    throw ValueError("DataParallel: num_workers must be >= 1, got " + std::to_string(options.num_workers));
-  }
+  SYNCGRAD_CHECK(module_, ValueError, "DataParallel: the module is null");
+  SYNCGRAD_CHECK(options.num_workers >= 1, ValueError, "DataParallel: num_workers must be >= 1, got ",
+                 options.num_workers);
   register_module("module", module_);
   const std::vector<Tensor> module_params = module_->parameters();
   const Device home = module_params.empty() ? kCPU : module_params[0].device();
@@ -205,16 +204,12 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> module,
     devices_ = options.devices;
     for (size_t i = 0; i < devices_.size(); ++i) {
       for (size_t j = 0; j < i; ++j) {
-        if (devices_[i] == devices_[j]) {
-          throw ValueError("DataParallel: device " + devices_[i].str() + " is listed twice; give each replica its "
-                           "own device");
-        }
+        SYNCGRAD_CHECK(devices_[i] != devices_[j], ValueError, "DataParallel: device ", devices_[i].str(),
+                       " is listed twice; give each replica its own device");
       }
     }
-    if (home != devices_[0]) {
-      throw DeviceError("DataParallel: the module is on " + home.str() + " but devices[0] is " +
-                        devices_[0].str() + "; move it there first (module->to(devices[0]))");
-    }
+    SYNCGRAD_CHECK(home == devices_[0], DeviceError, "DataParallel: the module is on ", home.str(),
+                   " but devices[0] is ", devices_[0].str(), "; move it there first (module->to(devices[0]))");
   }
   for (size_t i = 0; i < devices_.size(); ++i) {
     std::shared_ptr<nn::Module> replica;
@@ -223,15 +218,13 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> module,
       replica = make_replica();
       if (replica) replica->to(devices_[i]);
     }
-    if (!replica) throw ValueError("DataParallel: make_replica returned null");
+    SYNCGRAD_CHECK(replica, ValueError, "DataParallel: make_replica returned null");
     std::string mismatch = describe_mismatch(module_->named_parameters(), replica->named_parameters(), "parameters");
     if (mismatch.empty()) {
       mismatch = describe_mismatch(module_->named_buffers(), replica->named_buffers(), "buffers");
     }
-    if (!mismatch.empty()) {
-      throw ValueError("DataParallel: make_replica builds a different model: " + mismatch +
-                       "; it must build the same architecture as the module");
-    }
+    SYNCGRAD_CHECK(mismatch.empty(), ValueError, "DataParallel: make_replica builds a different model: ", mismatch,
+                   "; it must build the same architecture as the module");
     replicas_.push_back(std::move(replica));
   }
   workers_ = std::make_shared<Workers>(static_cast<int>(devices_.size()));
@@ -253,9 +246,8 @@ void DataParallel::replicate() {
 }
 
 Tensor DataParallel::forward(const Tensor& input) {
-  if (input.dim() < 1 || input.size(0) < 1) {
-    throw ShapeError("DataParallel: the input needs a non-empty batch dimension, got " + shape_str(input.sizes()));
-  }
+  SYNCGRAD_CHECK(input.dim() >= 1 && input.size(0) >= 1, ShapeError,
+                 "DataParallel: the input needs a non-empty batch dimension, got ", shape_str(input.sizes()));
   DataParallelStats& stats = *stats_;
   stats = DataParallelStats{};
   auto start = Clock::now();

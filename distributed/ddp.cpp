@@ -7,6 +7,7 @@
 #include "autograd/grad_mode.h"
 #include "distributed/ddp_consistency.h"
 #include "distributed/errors.h"
+#include "tensor/check.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad::distributed {
@@ -44,13 +45,11 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                                                  std::shared_ptr<ProcessGroup> group, DDPOptions options)
     : nn::Module("DistributedDataParallel"), module_(std::move(module)), group_(std::move(group)),
       options_(std::move(options)) {
-  if (!module_) throw ValueError("DistributedDataParallel: the module is null");
-  if (!group_) throw ValueError("DistributedDataParallel: the process group is null");
-  if (options_.bucket_cap_mb <= 0 || options_.first_bucket_mb <= 0) {
-    throw ValueError("DistributedDataParallel: bucket_cap_mb and first_bucket_mb must be positive (got " +
-                     std::to_string(options_.bucket_cap_mb) + " and " + std::to_string(options_.first_bucket_mb) +
-                     ")");
-  }
+  SYNCGRAD_CHECK(module_, ValueError, "DistributedDataParallel: the module is null");
+  SYNCGRAD_CHECK(group_, ValueError, "DistributedDataParallel: the process group is null");
+  SYNCGRAD_CHECK(!(options_.bucket_cap_mb <= 0 || options_.first_bucket_mb <= 0), ValueError,
+                 "DistributedDataParallel: bucket_cap_mb and first_bucket_mb must be positive (got ",
+                 std::to_string(options_.bucket_cap_mb), " and ", std::to_string(options_.first_bucket_mb), ")");
   register_module("module", module_);
   if (!options_.comm_hook) options_.comm_hook = allreduce_hook();
   check_same_on_all_ranks(*group_, describe(*module_, options_, *options_.comm_hook), "DistributedDataParallel");
@@ -63,10 +62,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   for (const auto& [name, p] : module_->named_parameters()) {
     if (p.requires_grad()) trainable.emplace_back(name, p);
   }
-  if (trainable.empty()) {
-    throw ValueError("DistributedDataParallel: the module has no parameter that requires grad; there is nothing "
-                     "to synchronise");
-  }
+  SYNCGRAD_CHECK(
+      !trainable.empty(), ValueError,
+      "DistributedDataParallel: the module has no parameter that requires grad; there is nothing to synchronise");
   reducer_ = Reducer::create(std::move(trainable), group_, options_);
 }
 

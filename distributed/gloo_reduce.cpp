@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::distributed {
@@ -93,10 +94,9 @@ template const gloo::ReductionFunction<uint8_t>* legacy_reduction<uint8_t>(DType
 template const gloo::ReductionFunction<uint16_t>* legacy_reduction<uint16_t>(DType, ReduceOp);
 
 ReduceKernel reduce_kernel(DType dtype, ReduceOp op, const char* collective) {
-  if (op == ReduceOp::kAvg && !is_floating(dtype)) {
-    throw DTypeError(std::string(collective) + ": ReduceOp avg needs a floating dtype, got " + dtype_name(dtype) +
-                     "; reduce with sum and divide, or convert the tensor to f32 first");
-  }
+  SYNCGRAD_CHECK(op != ReduceOp::kAvg || is_floating(dtype), DTypeError, collective,
+                 ": ReduceOp avg needs a floating dtype, got ", dtype_name(dtype),
+                 "; reduce with sum and divide, or convert the tensor to f32 first");
   switch (dtype) {
     case DType::f32: return pick<float>(op);
     case DType::f64: return pick<double>(op);

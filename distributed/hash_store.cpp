@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "distributed/tcp_store_data.h"
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::distributed {
@@ -64,7 +65,7 @@ void HashStore::wait(const std::vector<std::string>& keys, std::chrono::millisec
 
 PrefixStore::PrefixStore(std::string prefix, std::shared_ptr<Store> store)
     : Store(store ? store->timeout() : kDefaultTimeout), prefix_(std::move(prefix)), store_(std::move(store)) {
-  if (!store_) throw ValueError("PrefixStore('" + prefix_ + "'): the underlying store must not be null");
+  SYNCGRAD_CHECK(store_, ValueError, "PrefixStore('", prefix_, "'): the underlying store must not be null");
 }
 
 void PrefixStore::set(const std::string& key, const Bytes& value) { store_->set(prefixed(key), value); }

@@ -11,6 +11,7 @@
 #include "distributed/launch_env.h"
 #include "distributed/route_address.h"
 #include "distributed/tcp_store.h"
+#include "tensor/check.h"
 
 namespace syncgrad::distributed {
 
@@ -36,9 +37,8 @@ struct Endpoint {
 Endpoint parse_tcp(const std::string& init_method) {
   const std::string rest = init_method.substr(6);
   const size_t colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    throw ValueError("init_method " + init_method + " is not tcp://HOST:PORT");
-  }
+  SYNCGRAD_CHECK(colon != std::string::npos && colon != 0, ValueError, "init_method ", init_method,
+                 " is not tcp://HOST:PORT");
   Endpoint e;
   e.host = rest.substr(0, colon);
   int port = 0;
@@ -49,27 +49,21 @@ Endpoint parse_tcp(const std::string& init_method) {
   } catch (const std::exception&) {
     port = 0;
   }
-  if (port < 1 || port > 65535) {
-    throw ValueError("init_method " + init_method + ": port must be a number in 1..65535");
-  }
+  SYNCGRAD_CHECK(port >= 1 && port <= 65535, ValueError, "init_method ", init_method,
+                 ": port must be a number in 1..65535");
   e.port = static_cast<uint16_t>(port);
   return e;
 }
 
 // Every rank claims its number once per generation; a second claim means two processes got the same RANK.
 void check_rank_unique_and_world_agreed(Store& store, int rank, int world_size) {
-  if (store.add("rank_claims/" + std::to_string(rank), 1) > 1) {
-    throw RendezvousError("rank " + std::to_string(rank) +
-                          " joined twice: two processes were started with RANK=" + std::to_string(rank) +
-                          "; give every process its own RANK in 0..WORLD_SIZE-1 (syncgrad-launch does)");
-  }
+  SYNCGRAD_CHECK(store.add("rank_claims/" + std::to_string(rank), 1) <= 1, RendezvousError, "rank ", rank,
+                 " joined twice: two processes were started with RANK=", rank,
+                 "; give every process its own RANK in 0..WORLD_SIZE-1 (syncgrad-launch does)");
   const std::string mine = std::to_string(world_size);
   const std::string agreed = to_string(store.compare_set("world_size", {}, to_bytes(mine)));
-  if (agreed != mine) {
-    throw RendezvousError("rank " + std::to_string(rank) + " was started with WORLD_SIZE=" + mine +
-                          " but an earlier rank with WORLD_SIZE=" + agreed +
-                          "; start every rank with the same WORLD_SIZE");
-  }
+  SYNCGRAD_CHECK(agreed == mine, RendezvousError, "rank ", rank, " was started with WORLD_SIZE=", mine,
+                 " but an earlier rank with WORLD_SIZE=", agreed, "; start every rank with the same WORLD_SIZE");
 }
 
 }  // namespace
@@ -77,24 +71,20 @@ void check_rank_unique_and_world_agreed(Store& store, int rank, int world_size) 
 std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
   DefaultGroup& s = state();
   std::lock_guard lock(s.mutex);
-  if (s.group) {
-    throw DistributedError("init_process_group: the default process group is already initialised; call "
-                           "destroy_process_group() first");
-  }
+  SYNCGRAD_CHECK(
+      !s.group, DistributedError,
+      "init_process_group: the default process group is already initialised; call destroy_process_group() first");
   const std::string& method = options.init_method;
   const bool is_env = method == "env://";
   const bool is_tcp = method.rfind("tcp://", 0) == 0;
   const bool is_file = method.rfind("file://", 0) == 0;
-  if (!is_env && !is_tcp && !is_file) {
-    throw ValueError("init_method \"" + method + "\" is not one of env://, tcp://HOST:PORT, file:///PATH");
-  }
+  SYNCGRAD_CHECK(is_env || is_tcp || is_file, ValueError, "init_method \"", method,
+                 "\" is not one of env://, tcp://HOST:PORT, file:///PATH");
   const LaunchEnv env = read_launch_env(false);
   const int world_size = options.world_size >= 0 ? options.world_size : env.world_size;
   const int rank = options.rank >= 0 ? options.rank : env.rank;
-  if (world_size < 1 || rank < 0 || rank >= world_size) {
-    throw RendezvousError("init_process_group: rank " + std::to_string(rank) + " is outside world size " +
-                          std::to_string(world_size) + "; ranks are 0..WORLD_SIZE-1");
-  }
+  SYNCGRAD_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, RendezvousError, "init_process_group: rank ", rank,
+                 " is outside world size ", world_size, "; ranks are 0..WORLD_SIZE-1");
   ProcessGroupOptions group_options = options.group;
   if (group_options.device_index < 0) group_options.device_index = env.local_rank;
 
@@ -146,10 +136,9 @@ bool is_initialized() {
 std::shared_ptr<ProcessGroup> default_group_ptr() {
   DefaultGroup& s = state();
   std::lock_guard lock(s.mutex);
-  if (!s.group) {
-    throw DistributedError("no default process group: call init_process_group() first (syncgrad-launch sets "
-                           "the environment it reads)");
-  }
+  SYNCGRAD_CHECK(
+      s.group, DistributedError,
+      "no default process group: call init_process_group() first (syncgrad-launch sets the environment it reads)");
   return s.group;
 }
 
@@ -170,7 +159,7 @@ int get_world_size() {
 std::shared_ptr<Store> default_store() {
   DefaultGroup& s = state();
   std::lock_guard lock(s.mutex);
-  if (!s.store) throw DistributedError("no default process group: call init_process_group() first");
+  SYNCGRAD_CHECK(s.store, DistributedError, "no default process group: call init_process_group() first");
   return s.store;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "distributed/errors.h"
+#include "tensor/check.h"
 
 namespace syncgrad::distributed {
 namespace {
@@ -36,10 +37,7 @@ std::optional<long long> parse_int(std::string_view text, long long lo, long lon
 // An integer variable that must hold a value >= lo; `fix` says what it should be.
 int read_count(const char* name, const std::string& value, int lo, const std::string& fix) {
   std::optional<long long> n = parse_int(value, lo, 1 << 30);
-  if (!n) {
-    throw RendezvousError(std::string(name) + "='" + value + "' is not an integer >= " + std::to_string(lo) + "; " +
-                          fix);
-  }
+  SYNCGRAD_CHECK(n, RendezvousError, name, "='", value, "' is not an integer >= ", lo, "; ", fix);
   return static_cast<int>(*n);
 }
 
@@ -51,12 +49,9 @@ std::optional<int> read_optional_count(const char* name, int lo, const std::stri
 
 uint16_t read_port(const char* name, const std::string& value) {
   std::optional<long long> port = parse_int(value, 1, 65535);
-  if (!port) {
-    throw RendezvousError(std::string(name) + "='" + value +
-                          "' is not a port number in 1..65535; set it to the port the job's store is served on, "
-                          "e.g. " +
-                          name + "=29500 (syncgrad-launch sets it for you)");
-  }
+  SYNCGRAD_CHECK(port, RendezvousError, name, "='", value,
+                 "' is not a port number in 1..65535; set it to the port the job's store is served on, e.g. ", name,
+                 "=29500 (syncgrad-launch sets it for you)");
   return static_cast<uint16_t>(*port);
 }
 
@@ -130,22 +125,15 @@ std::string first_host(const char* name, const std::string& list) {
 
 void check_consistent(const LaunchEnv& e, const char* rank_name, const char* world_name, const char* local_name,
                       const char* local_world_name) {
-  if (e.rank >= e.world_size) {
-    throw RendezvousError(std::string(rank_name) + "=" + std::to_string(e.rank) + " is not below " + world_name + "=" +
-                          std::to_string(e.world_size) + ": ranks run from 0 to " + world_name +
-                          "-1; check the launcher's process counts or the values you exported");
-  }
-  if (e.local_world_size > e.world_size) {
-    throw RendezvousError(std::string(local_world_name) + "=" + std::to_string(e.local_world_size) +
-                          " is larger than " + world_name + "=" + std::to_string(e.world_size) +
-                          "; a node cannot hold more processes than the job");
-  }
-  if (e.local_rank >= e.local_world_size) {
-    throw RendezvousError(std::string(local_name) + "=" + std::to_string(e.local_rank) + " is not below " +
-                          local_world_name + "=" + std::to_string(e.local_world_size) +
-                          ": local ranks run from 0 to the number of processes on this node - 1; set " +
-                          local_world_name + " to that number");
-  }
+  SYNCGRAD_CHECK(e.rank < e.world_size, RendezvousError, rank_name, "=", e.rank, " is not below ", world_name, "=",
+                 e.world_size, ": ranks run from 0 to ", world_name,
+                 "-1; check the launcher's process counts or the values you exported");
+  SYNCGRAD_CHECK(e.local_world_size <= e.world_size, RendezvousError, local_world_name, "=", e.local_world_size,
+                 " is larger than ", world_name, "=", e.world_size, "; a node cannot hold more processes than the job");
+  SYNCGRAD_CHECK(e.local_rank < e.local_world_size, RendezvousError, local_name, "=", e.local_rank, " is not below ",
+                 local_world_name, "=", e.local_world_size,
+                 ": local ranks run from 0 to the number of processes on this node - 1; set ", local_world_name,
+                 " to that number");
 }
 
 LaunchEnv read_launcher_env() {
@@ -176,10 +164,8 @@ LaunchEnv read_slurm_env() {
   e.source = "Slurm";
   std::optional<std::string> ntasks = env("SLURM_NTASKS");
   if (!ntasks) ntasks = env("SLURM_NPROCS");
-  if (!ntasks) {
-    throw RendezvousError("SLURM_NTASKS is not set but SLURM_PROCID=" + *env("SLURM_PROCID") +
-                          " is; run the job with srun (which sets both) or export RANK and WORLD_SIZE");
-  }
+  SYNCGRAD_CHECK(ntasks, RendezvousError, "SLURM_NTASKS is not set but SLURM_PROCID=", *env("SLURM_PROCID"),
+                 " is; run the job with srun (which sets both) or export RANK and WORLD_SIZE");
   e.world_size = read_count("SLURM_NTASKS", *ntasks, 1, "Slurm sets it to the number of tasks; run with srun");
   e.rank = read_count("SLURM_PROCID", *env("SLURM_PROCID"), 0, "Slurm sets it to the task's rank; run with srun");
   e.local_rank = read_optional_count("SLURM_LOCALID", 0, "Slurm sets it to the task's index on its node").value_or(0);
@@ -190,11 +176,9 @@ LaunchEnv read_slurm_env() {
     local_world_name = "SLURM_TASKS_PER_NODE";
     std::vector<int> counts = parse_tasks_per_node("SLURM_TASKS_PER_NODE", *tasks);
     int node = read_optional_count("SLURM_NODEID", 0, "Slurm sets it to the node's index in the job").value_or(0);
-    if (static_cast<size_t>(node) >= counts.size()) {
-      throw RendezvousError("SLURM_NODEID=" + std::to_string(node) + " has no entry in SLURM_TASKS_PER_NODE='" +
-                            *tasks + "' (" + std::to_string(counts.size()) +
-                            " nodes); set SLURM_NTASKS_PER_NODE to the number of tasks on this node");
-    }
+    SYNCGRAD_CHECK(static_cast<size_t>(node) < counts.size(), RendezvousError, "SLURM_NODEID=", node,
+                   " has no entry in SLURM_TASKS_PER_NODE='", *tasks, "' (", counts.size(),
+                   " nodes); set SLURM_NTASKS_PER_NODE to the number of tasks on this node");
     e.local_world_size = counts[static_cast<size_t>(node)];
   }
   check_consistent(e, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", local_world_name);
@@ -227,17 +211,14 @@ LaunchEnv read_launch_env(bool require_master) {
   e.store_token = env("SYNCGRAD_STORE_TOKEN").value_or("");
   e.store_served = read_flag("SYNCGRAD_STORE_SERVED");
   if (require_master) {
-    if (e.master_addr.empty()) {
-      throw RendezvousError("MASTER_ADDR is not set (" + e.source + ", rank " + std::to_string(e.rank) + " of " +
-                            std::to_string(e.world_size) +
-                            "); env:// needs the host of rank 0: export MASTER_ADDR=<that host> or start the "
-                            "job with syncgrad-launch, which sets it");
-    }
-    if (e.master_port == 0) {
-      throw RendezvousError("MASTER_PORT is not set (" + e.source + ", MASTER_ADDR=" + e.master_addr +
-                            "); env:// needs the port of the job's store: export MASTER_PORT=<a free port, e.g. "
-                            "29500> on every rank, or start the job with syncgrad-launch, which sets it");
-    }
+    SYNCGRAD_CHECK(!e.master_addr.empty(), RendezvousError, "MASTER_ADDR is not set (", e.source, ", rank ", e.rank,
+                   " of ", e.world_size,
+                   "); env:// needs the host of rank 0: export MASTER_ADDR=<that host> or start the job with "
+                   "syncgrad-launch, which sets it");
+    SYNCGRAD_CHECK(e.master_port != 0, RendezvousError, "MASTER_PORT is not set (", e.source,
+                   ", MASTER_ADDR=", e.master_addr,
+                   "); env:// needs the port of the job's store: export MASTER_PORT=<a free port, e.g. 29500> on every "
+                   "rank, or start the job with syncgrad-launch, which sets it");
   }
   return e;
 }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "distributed/comm_hook.h"
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/generator.h"
 #include "tensor/ops/copy.h"
@@ -59,10 +60,8 @@ struct BucketState {
 class PowerSGDHook : public CommHook {
  public:
   explicit PowerSGDHook(const PowerSGDOptions& options) : options_(options) {
-    if (options.matrix_approximation_rank < 1) {
-      throw ValueError("powersgd: matrix_approximation_rank must be >= 1, got " +
-                       std::to_string(options.matrix_approximation_rank));
-    }
+    SYNCGRAD_CHECK(options.matrix_approximation_rank >= 1, ValueError,
+                   "powersgd: matrix_approximation_rank must be >= 1, got ", options.matrix_approximation_rank);
   }
   std::string name() const override { return "powersgd:" + std::to_string(options_.matrix_approximation_rank); }
 

@@ -6,6 +6,7 @@
 
 #include "distributed/errors.h"
 #include "tensor/backend.h"
+#include "tensor/check.h"
 
 namespace syncgrad::distributed {
 
@@ -72,10 +73,8 @@ std::shared_ptr<ProcessGroup> make_process_group(const std::string& backend, std
     throw DistributedError("process group backend \"" + backend + "\" is not available (registered: " +
                            registered_names() + "): " + why);
   }
-  if (size < 1 || rank < 0 || rank >= size) {
-    throw RendezvousError("process group: rank " + std::to_string(rank) + " is outside world size " +
-                          std::to_string(size) + "; ranks are 0..WORLD_SIZE-1");
-  }
+  SYNCGRAD_CHECK(size >= 1 && rank >= 0 && rank < size, RendezvousError, "process group: rank ", rank,
+                 " is outside world size ", size, "; ranks are 0..WORLD_SIZE-1");
   return factory(std::move(store), rank, size, options);
 }
 

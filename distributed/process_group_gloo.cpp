@@ -21,6 +21,7 @@
 #include "distributed/gloo_small_allreduce.h"
 #include "distributed/gloo_store.h"
 #include "distributed/hash_store.h"
+#include "tensor/check.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad::distributed {
@@ -222,24 +223,19 @@ std::string listener_address(const std::string& device_text) {
 }
 
 void check_cpu_contiguous(const Tensor& t, const char* collective, const char* what) {
-  if (!t.defined()) throw ValueError(std::string(collective) + ": " + what + " is an undefined tensor");
-  if (t.device().type != DeviceType::kCPU) {
-    throw DeviceError(std::string(collective) + ": the gloo backend handles CPU tensors, but " + what + " is on " +
-                      t.device().str() + "; use backend \"nccl\" for CUDA tensors or copy it to the CPU");
-  }
-  if (!t.is_contiguous()) {
-    throw ValueError(std::string(collective) + ": " + what +
-                     " is not contiguous; pass tensor.contiguous() (collectives work in place on dense memory)");
-  }
+  SYNCGRAD_CHECK(t.defined(), ValueError, collective, ": ", what, " is an undefined tensor");
+  SYNCGRAD_CHECK(t.device().type == DeviceType::kCPU, DeviceError, collective,
+                 ": the gloo backend handles CPU tensors, but ", what, " is on ", t.device().str(),
+                 "; use backend \"nccl\" for CUDA tensors or copy it to the CPU");
+  SYNCGRAD_CHECK(t.is_contiguous(), ValueError, collective, ": ", what,
+                 " is not contiguous; pass tensor.contiguous() (collectives work in place on dense memory)");
 }
 
 void check_like(const Tensor& t, const Tensor& like, const char* collective, const std::string& what) {
   check_cpu_contiguous(t, collective, what.c_str());
-  if (t.sizes() != like.sizes() || t.dtype() != like.dtype()) {
-    throw ShapeError(std::string(collective) + ": " + what + " is " + shape_str(t.sizes()) + " " +
-                     dtype_name(t.dtype()) + " but must match " + shape_str(like.sizes()) + " " +
-                     dtype_name(like.dtype()));
-  }
+  SYNCGRAD_CHECK(t.sizes() == like.sizes() && t.dtype() == like.dtype(), ShapeError, collective, ": ", what, " is ",
+                 shape_str(t.sizes()), " ", dtype_name(t.dtype()), " but must match ", shape_str(like.sizes()), " ",
+                 dtype_name(like.dtype()));
 }
 
 std::string describe(const char* collective, uint64_t seq, const Tensor& t, const std::string& extra = "") {
@@ -335,7 +331,7 @@ std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupGloo::Shared>& s
     std::lock_guard lock(shared->mutex);
     const uint64_t seq = shared->next_seq;
     const std::string description = describe_seq(seq);
-    if (shared->stopping) throw DistributedError(description + ": the process group is being destroyed");
+    SYNCGRAD_CHECK(!shared->stopping, DistributedError, description, ": the process group is being destroyed");
     ++shared->next_seq;
     work = std::make_shared<GlooWork>(description, shared->timeout, shared);
     shared->queue.push_back(Task{work, std::move(body), static_cast<uint32_t>(seq)});
@@ -360,9 +356,7 @@ std::shared_ptr<Work> ProcessGroupGloo::allreduce(const Tensor& tensor, ReduceOp
 
 std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root) {
   check_cpu_contiguous(tensor, "broadcast", "the tensor");
-  if (root < 0 || root >= size()) {
-    throw ValueError("broadcast: root " + std::to_string(root) + " is outside 0.." + std::to_string(size() - 1));
-  }
+  SYNCGRAD_CHECK(root >= 0 && root < size(), ValueError, "broadcast: root ", root, " is outside 0..", size() - 1);
   auto shared = shared_;
   return enqueue(
       shared_, [&](uint64_t seq) { return describe("broadcast", seq, tensor, "root " + std::to_string(root)); },
@@ -388,10 +382,8 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root
 
 std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_cpu_contiguous(input, "allgather", "the input");
-  if (static_cast<int>(outputs.size()) != size()) {
-    throw ValueError("allgather: got " + std::to_string(outputs.size()) + " output tensors for world size " +
-                     std::to_string(size()) + "; pass one output per rank");
-  }
+  SYNCGRAD_CHECK(static_cast<int>(outputs.size()) == size(), ValueError, "allgather: got ", outputs.size(),
+                 " output tensors for world size ", size(), "; pass one output per rank");
   for (size_t r = 0; r < outputs.size(); ++r) check_like(outputs[r], input, "allgather", "output " + std::to_string(r));
   auto shared = shared_;
   return enqueue(shared_, [&](uint64_t seq) { return describe("allgather", seq, input); }, [=](uint32_t tag) {
@@ -423,10 +415,8 @@ std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& out
 std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                                                        ReduceOp op) {
   check_cpu_contiguous(output, "reduce_scatter", "the output");
-  if (static_cast<int>(inputs.size()) != size()) {
-    throw ValueError("reduce_scatter: got " + std::to_string(inputs.size()) + " input tensors for world size " +
-                     std::to_string(size()) + "; pass one input per rank");
-  }
+  SYNCGRAD_CHECK(static_cast<int>(inputs.size()) == size(), ValueError, "reduce_scatter: got ", inputs.size(),
+                 " input tensors for world size ", size(), "; pass one input per rank");
   for (size_t r = 0; r < inputs.size(); ++r)
     check_like(inputs[r], output, "reduce_scatter", "input " + std::to_string(r));
   reduce_kernel(output.dtype(), op, "reduce_scatter");  // an unsupported dtype/op fails here, in the caller

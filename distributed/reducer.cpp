@@ -9,6 +9,7 @@
 #include "autograd/grad_mode.h"
 #include "distributed/bucket_plan.h"
 #include "distributed/errors.h"
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
@@ -38,7 +39,8 @@ Reducer::Reducer(std::vector<std::pair<std::string, Tensor>> params, std::shared
 }
 
 void Reducer::set_comm_hook(std::shared_ptr<CommHook> hook) {
-  if (in_backward_) throw DistributedError("DistributedDataParallel: cannot change the comm hook during backward");
+  SYNCGRAD_CHECK(!in_backward_, DistributedError,
+                 "DistributedDataParallel: cannot change the comm hook during backward");
   if (!hook) hook = allreduce_hook();
   // Buckets are split by dtype and device, and rebuilding them later keeps those, so checking now is enough.
   for (const Bucket& bucket : buckets_) hook->check_bucket(bucket.grad.buffer.dtype(), bucket.grad.buffer.device());
@@ -85,11 +87,9 @@ std::vector<std::vector<std::string>> Reducer::bucket_names() const {
 void Reducer::on_gradient_ready(size_t index) {
   if (!sync_) return;
   if (!in_backward_) begin_backward();
-  if (ready_[index]) {
-    throw AutogradError("DistributedDataParallel: parameter " + params_[index].first +
-                        " got its gradient twice in one backward (a backward over a graph that uses it in two "
-                        "separately differentiated parts?); run one backward per synchronised step");
-  }
+  SYNCGRAD_CHECK(!ready_[index], AutogradError, "DistributedDataParallel: parameter ", params_[index].first,
+                 " got its gradient twice in one backward (a backward over a graph that uses it in two separately "
+                 "differentiated parts?); run one backward per synchronised step");
   mark_ready(index, true);
 }
 
@@ -253,15 +253,13 @@ void Reducer::verify_step_check() {
     same_plan = same_plan && theirs[1] == mine[1];
     steps += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + " after " + std::to_string(theirs[0]);
   }
-  if (!same_step) {
-    throw DesyncError("DistributedDataParallel: ranks are out of step in this backward (training forwards so far: " +
-                      steps + "); a rank skipped a backward or ran extra forwards. Every rank must run the same "
-                      "sequence of forward + backward steps (use no_sync() for accumulation on every rank alike)");
-  }
-  if (!same_plan) {
-    throw DesyncError("DistributedDataParallel: ranks use different bucket plans in this backward; every rank "
-                      "must construct DistributedDataParallel with the same model and options");
-  }
+  SYNCGRAD_CHECK(same_step, DesyncError,
+                 "DistributedDataParallel: ranks are out of step in this backward (training forwards so far: ", steps,
+                 "); a rank skipped a backward or ran extra forwards. Every rank must run the same sequence of forward "
+                 "+ backward steps (use no_sync() for accumulation on every rank alike)");
+  SYNCGRAD_CHECK(same_plan, DesyncError,
+                 "DistributedDataParallel: ranks use different bucket plans in this backward; every rank must "
+                 "construct DistributedDataParallel with the same model and options");
 }
 
 void Reducer::rebuild_in_ready_order() {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "distributed/errors.h"
+#include "tensor/check.h"
 
 namespace syncgrad::distributed {
 
@@ -18,10 +19,8 @@ std::string local_address_towards(const std::string& host, uint16_t port) {
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* found = nullptr;
   const int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    throw RendezvousError("MASTER_ADDR " + host + " does not resolve (" + gai_strerror(rc) +
-                          "); use the master's IP address or a host name every node can resolve");
-  }
+  SYNCGRAD_CHECK(rc == 0 && found != nullptr, RendezvousError, "MASTER_ADDR ", host, " does not resolve (",
+                 gai_strerror(rc), "); use the master's IP address or a host name every node can resolve");
   const int fd = socket(found->ai_family, SOCK_DGRAM, 0);
   std::string result;
   if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
@@ -36,10 +35,8 @@ std::string local_address_towards(const std::string& host, uint16_t port) {
   const int saved_errno = errno;
   if (fd >= 0) close(fd);
   freeaddrinfo(found);
-  if (result.empty()) {
-    throw RendezvousError("no network route from this machine to MASTER_ADDR " + host + " (" +
-                          std::strerror(saved_errno) + "); check the address or set GLOO_SOCKET_IFNAME");
-  }
+  SYNCGRAD_CHECK(!result.empty(), RendezvousError, "no network route from this machine to MASTER_ADDR ", host, " (",
+                 std::strerror(saved_errno), "); check the address or set GLOO_SOCKET_IFNAME");
   return result;
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "distributed/errors.h"
+#include "tensor/check.h"
 
 namespace syncgrad::distributed::net {
 
@@ -151,16 +152,12 @@ Fd listen_tcp(const std::string& host, uint16_t port, const std::string& what, i
     if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&a.storage), a.length) != 0 ||
         ::listen(fd.get(), backlog) != 0) {
       last_error = errno;
-      if (last_error == EADDRINUSE) {
-        throw RendezvousError(where +
-                              ": the port is already in use (another job or a previous run still holds it; "
-                              "choose another MASTER_PORT or let syncgrad-launch pick a free port)");
-      }
-      if (last_error == EADDRNOTAVAIL) {
-        throw RendezvousError(where + ": " + errno_text(last_error) + " (" + host +
-                              " is not an address of this machine; MASTER_ADDR must name the node that "
-                              "serves the store, i.e. rank 0 / the launcher)");
-      }
+      SYNCGRAD_CHECK(last_error != EADDRINUSE, RendezvousError, where,
+                     ": the port is already in use (another job or a previous run still holds it; choose another "
+                     "MASTER_PORT or let syncgrad-launch pick a free port)");
+      SYNCGRAD_CHECK(last_error != EADDRNOTAVAIL, RendezvousError, where, ": ", errno_text(last_error), " (", host,
+                     " is not an address of this machine; MASTER_ADDR must name the node that serves the store, i.e. "
+                     "rank 0 / the launcher)");
       continue;
     }
     return fd;

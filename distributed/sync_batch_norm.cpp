@@ -6,6 +6,7 @@
 #include "autograd/meta.h"
 #include "autograd/node.h"
 #include "distributed/init.h"
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
@@ -106,19 +107,16 @@ void convert_tree(nn::Module& module, const std::shared_ptr<nn::BatchStatsSync>&
 Tensor sync_batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                        const Tensor& weight, const Tensor& bias, double momentum_factor, double eps,
                        const std::shared_ptr<ProcessGroup>& group) {
-  if (input.dim() < 2) {
-    throw ShapeError("sync_batch_norm: input must be (N, C, *), got " + shape_str(input.sizes()));
-  }
+  SYNCGRAD_CHECK(input.dim() >= 2, ShapeError, "sync_batch_norm: input must be (N, C, *), got ",
+                 shape_str(input.sizes()));
   Tensor x = as_ncs(input);  // (N, C, S)
   const DType cdt = x.dtype();
   const double local_count = static_cast<double>(x.size(0) * x.size(2));
   const auto global = allreduce_vectors(
       *group, {raw::sum(x, {0, 2}), raw::sum(raw::mul(x, x), {0, 2}), full({1}, Scalar(local_count), {.dtype = cdt})});
   const double total = global[2].to(DType::f64).item<double>();
-  if (total < 2) {
-    throw ValueError("sync_batch_norm: expected more than 1 value per channel over all ranks, got " +
-                     std::to_string(static_cast<int64_t>(total)) + " (input " + shape_str(input.sizes()) + ")");
-  }
+  SYNCGRAD_CHECK(total >= 2, ValueError, "sync_batch_norm: expected more than 1 value per channel over all ranks, got ",
+                 static_cast<int64_t>(total), " (input ", shape_str(input.sizes()), ")");
   const Tensor mean = raw::div(global[0], Scalar(total));
   const Tensor var = raw::clamp(raw::sub(raw::div(global[1], Scalar(total)), raw::mul(mean, mean)), Scalar(0.0), {});
   const Tensor invstd = raw::rsqrt(raw::add(var, Scalar(eps)));

@@ -13,6 +13,7 @@
 #include "distributed/socket.h"
 #include "distributed/tcp_store_data.h"
 #include "distributed/tcp_store_protocol.h"
+#include "tensor/check.h"
 
 namespace syncgrad::distributed {
 
@@ -37,28 +38,20 @@ struct Reply {
 std::string millis(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
 
 void check_key(const std::string& key, const char* op) {
-  if (key.size() > kMaxStoreKeyBytes) {
-    throw ValueError("TCPStore." + std::string(op) + ": the key is " + std::to_string(key.size()) +
-                     " bytes long, over the limit of " + std::to_string(kMaxStoreKeyBytes) +
-                     " (kMaxStoreKeyBytes); use shorter keys");
-  }
+  SYNCGRAD_CHECK(key.size() <= kMaxStoreKeyBytes, ValueError, "TCPStore.", op, ": the key is ", key.size(),
+                 " bytes long, over the limit of ", kMaxStoreKeyBytes, " (kMaxStoreKeyBytes); use shorter keys");
 }
 
 void check_value(const Bytes& value, const char* op) {
-  if (value.size() > kMaxStoreValueBytes) {
-    throw ValueError("TCPStore." + std::string(op) + ": the value is " + std::to_string(value.size()) +
-                     " bytes, over the limit of " + std::to_string(kMaxStoreValueBytes) +
-                     " (kMaxStoreValueBytes); the store is for small setup data, send tensors with the process "
-                     "group");
-  }
+  SYNCGRAD_CHECK(value.size() <= kMaxStoreValueBytes, ValueError, "TCPStore.", op, ": the value is ", value.size(),
+                 " bytes, over the limit of ", kMaxStoreValueBytes,
+                 " (kMaxStoreValueBytes); the store is for small setup data, send tensors with the process group");
 }
 
 void check_keys(const std::vector<std::string>& keys, const char* op) {
-  if (keys.size() > kMaxStoreKeysPerRequest) {
-    throw ValueError("TCPStore." + std::string(op) + ": " + std::to_string(keys.size()) +
-                     " keys in one request, over the limit of " + std::to_string(kMaxStoreKeysPerRequest) +
-                     " (kMaxStoreKeysPerRequest); split the request");
-  }
+  SYNCGRAD_CHECK(keys.size() <= kMaxStoreKeysPerRequest, ValueError, "TCPStore.", op, ": ", keys.size(),
+                 " keys in one request, over the limit of ", kMaxStoreKeysPerRequest,
+                 " (kMaxStoreKeysPerRequest); split the request");
   for (const std::string& k : keys) check_key(k, op);
 }
 
@@ -94,16 +87,12 @@ struct TCPStore::Connection {
     Reply r;
     std::string failure;
     const Outcome outcome = exchange(fd, hello, deadline, r, failure);
-    if (outcome == Outcome::kTimeout) {
-      throw RendezvousError("TCPStore: connected to " + where + " but got no answer to the handshake within " +
-                            millis(timeout) +
-                            "; the port may belong to another service than the store (check "
-                            "MASTER_PORT), or the server is stopped");
-    }
-    if (outcome == Outcome::kBroken) {
-      throw PeerError("TCPStore: the handshake with " + where + " failed: " + failure +
-                      "; is it a syncgrad store server (check MASTER_ADDR/MASTER_PORT)?");
-    }
+    SYNCGRAD_CHECK(
+        outcome != Outcome::kTimeout, RendezvousError, "TCPStore: connected to ", where,
+        " but got no answer to the handshake within ", millis(timeout),
+        "; the port may belong to another service than the store (check MASTER_PORT), or the server is stopped");
+    SYNCGRAD_CHECK(outcome != Outcome::kBroken, PeerError, "TCPStore: the handshake with ", where, " failed: ", failure,
+                   "; is it a syncgrad store server (check MASTER_ADDR/MASTER_PORT)?");
     if (r.type == Type::kRejected) {
       proto::Reader reader(r.body.data(), r.body.size());
       std::string reason;
@@ -112,9 +101,8 @@ struct TCPStore::Connection {
       } catch (const proto::ProtocolError&) {
         reason = "no reason given";
       }
-      if (reason != proto::kWrongToken) {
-        throw PeerError("TCPStore: the store server at " + where + " refused this client: " + reason);
-      }
+      SYNCGRAD_CHECK(reason == proto::kWrongToken, PeerError, "TCPStore: the store server at ", where,
+                     " refused this client: ", reason);
       throw PeerError("TCPStore: the store server at " + where +
                       " rejected this process's token; SYNCGRAD_STORE_TOKEN must be the one the launcher set for "
                       "this job (is another job using the same MASTER_ADDR:MASTER_PORT?)");
@@ -129,10 +117,9 @@ struct TCPStore::Connection {
         ok = false;
       }
     }
-    if (!ok) {
-      throw PeerError("TCPStore: " + where + " answered the handshake with " + proto::type_name(uint8_t(r.type)) +
-                      "; it is not a syncgrad store server of this version (check MASTER_ADDR/MASTER_PORT)");
-    }
+    SYNCGRAD_CHECK(ok, PeerError, "TCPStore: ", where, " answered the handshake with ",
+                   proto::type_name(uint8_t(r.type)),
+                   "; it is not a syncgrad store server of this version (check MASTER_ADDR/MASTER_PORT)");
     return fd;
   }
 
@@ -173,10 +160,8 @@ struct TCPStore::Connection {
     net::Fd fd;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      if (!lost.empty()) {
-        throw PeerError("TCPStore." + op + ": the store server at " + where + " is gone (" + lost +
-                        "); is rank 0 / the launcher still running?");
-      }
+      SYNCGRAD_CHECK(lost.empty(), PeerError, "TCPStore.", op, ": the store server at ", where, " is gone (", lost,
+                     "); is rank 0 / the launcher still running?");
       if (!idle.empty()) {
         fd = std::move(idle.back());
         idle.pop_back();
@@ -186,10 +171,8 @@ struct TCPStore::Connection {
     Reply r;
     std::string failure;
     const Outcome outcome = exchange(fd, frame, net::Deadline::after(reply_timeout), r, failure);
-    if (outcome == Outcome::kTimeout) {
-      throw TimeoutError("TCPStore." + op + ": no reply from the store server at " + where + " within " +
-                         millis(reply_timeout) + "; the server process may be stopped or overloaded");
-    }
+    SYNCGRAD_CHECK(outcome != Outcome::kTimeout, TimeoutError, "TCPStore.", op, ": no reply from the store server at ",
+                   where, " within ", millis(reply_timeout), "; the server process may be stopped or overloaded");
     if (outcome == Outcome::kBroken) {
       {
         std::lock_guard<std::mutex> lock(mutex);
@@ -201,17 +184,14 @@ struct TCPStore::Connection {
     }
     bool fits = r.type == Type::kError;
     for (Type t : expected) fits = fits || r.type == t;
-    if (!fits) {
-      throw PeerError("TCPStore." + op + ": the store server at " + where + " answered " +
-                      proto::type_name(uint8_t(r.type)) + ", which does not fit the request");
-    }
+    SYNCGRAD_CHECK(fits, PeerError, "TCPStore.", op, ": the store server at ", where, " answered ",
+                   proto::type_name(uint8_t(r.type)), ", which does not fit the request");
     {
       std::lock_guard<std::mutex> lock(mutex);
       idle.push_back(std::move(fd));
     }
-    if (r.type == Type::kError) {
-      throw ValueError(decode(r.body, where, op, [](proto::Reader& rd) { return rd.str(proto::kMaxMessageBytes); }));
-    }
+    SYNCGRAD_CHECK(r.type != Type::kError, ValueError,
+                   decode(r.body, where, op, [](proto::Reader& rd) { return rd.str(proto::kMaxMessageBytes); }));
     return r;
   }
 };

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "distributed/errors.h"
+#include "tensor/check.h"
 
 namespace syncgrad::distributed::store_data {
 
@@ -24,19 +25,13 @@ int64_t add(Table& table, const std::string& key, int64_t delta, const char* who
     const auto* first = reinterpret_cast<const char*>(it->second.data());
     const auto* last = first + it->second.size();
     auto [end, ec] = std::from_chars(first, last, current);
-    if (ec != std::errc() || end != last || first == last) {
-      throw ValueError(std::string(who) + ".add(" + quote_key(key) +
-                       "): the value under the key is not a "
-                       "decimal integer (" +
-                       quote_key(to_string(it->second)) +
-                       "); add() only works on counters created by add() or set to decimal text");
-    }
+    SYNCGRAD_CHECK(ec == std::errc() && end == last && first != last, ValueError, who, ".add(", quote_key(key),
+                   "): the value under the key is not a decimal integer (", quote_key(to_string(it->second)),
+                   "); add() only works on counters created by add() or set to decimal text");
   }
   int64_t result = 0;
-  if (__builtin_add_overflow(current, delta, &result)) {
-    throw ValueError(std::string(who) + ".add(" + quote_key(key) + ", " + std::to_string(delta) + "): the counter (" +
-                     std::to_string(current) + ") would overflow int64");
-  }
+  SYNCGRAD_CHECK(!__builtin_add_overflow(current, delta, &result), ValueError, who, ".add(", quote_key(key), ", ",
+                 delta, "): the counter (", current, ") would overflow int64");
   table[key] = to_bytes(std::to_string(result));
   return result;
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "distributed/tcp_store.h"
+#include "tensor/check.h"
 
 namespace syncgrad::distributed::store_protocol {
 
@@ -104,7 +105,7 @@ Bytes Writer::finish() {
 }
 
 const uint8_t* Reader::take(size_t n) {
-  if (static_cast<size_t>(end_ - p_) < n) throw ProtocolError("message ends inside a field");
+  SYNCGRAD_CHECK(static_cast<size_t>(end_ - p_) >= n, ProtocolError, "message ends inside a field");
   const uint8_t* at = p_;
   p_ += n;
   return at;
@@ -123,29 +124,24 @@ int64_t Reader::i64() {
 
 std::string Reader::str(size_t max_size) {
   const uint32_t n = u32();
-  if (n > max_size) {
-    throw ProtocolError("field of " + std::to_string(n) + " bytes exceeds the limit of " + std::to_string(max_size));
-  }
+  SYNCGRAD_CHECK(n <= max_size, ProtocolError, "field of ", n, " bytes exceeds the limit of ", max_size);
   const uint8_t* p = take(n);
   return std::string(reinterpret_cast<const char*>(p), n);
 }
 
 Bytes Reader::bytes(size_t max_size) {
   const uint32_t n = u32();
-  if (n > max_size) {
-    throw ProtocolError("value of " + std::to_string(n) + " bytes exceeds the limit of " + std::to_string(max_size));
-  }
+  SYNCGRAD_CHECK(n <= max_size, ProtocolError, "value of ", n, " bytes exceeds the limit of ", max_size);
   const uint8_t* p = take(n);
   return Bytes(p, p + n);
 }
 
 std::vector<std::string> Reader::keys() {
   const uint32_t count = u32();
-  if (count > kMaxStoreKeysPerRequest) {
-    throw ProtocolError(std::to_string(count) + " keys exceed the limit of " + std::to_string(kMaxStoreKeysPerRequest));
-  }
+  SYNCGRAD_CHECK(count <= kMaxStoreKeysPerRequest, ProtocolError, count, " keys exceed the limit of ",
+                 kMaxStoreKeysPerRequest);
   // Each key takes at least its 4-byte length: a count larger than the body allows is malformed.
-  if (count > static_cast<size_t>(end_ - p_) / 4) throw ProtocolError("key count larger than the message");
+  SYNCGRAD_CHECK(count <= static_cast<size_t>(end_ - p_) / 4, ProtocolError, "key count larger than the message");
   std::vector<std::string> out;
   out.reserve(count);
   for (uint32_t i = 0; i < count; ++i) out.push_back(str(kMaxStoreKeyBytes));
@@ -153,7 +149,7 @@ std::vector<std::string> Reader::keys() {
 }
 
 void Reader::finish() const {
-  if (p_ != end_) throw ProtocolError(std::to_string(end_ - p_) + " unexpected bytes after the last field");
+  SYNCGRAD_CHECK(p_ == end_, ProtocolError, end_ - p_, " unexpected bytes after the last field");
 }
 
 }  // namespace syncgrad::distributed::store_protocol

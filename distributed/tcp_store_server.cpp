@@ -21,6 +21,7 @@
 #include "distributed/tcp_store.h"
 #include "distributed/tcp_store_data.h"
 #include "distributed/tcp_store_protocol.h"
+#include "tensor/check.h"
 
 namespace syncgrad::distributed {
 
@@ -289,7 +290,7 @@ void Loop::handle(uint64_t id, Conn& c, Type type, proto::Reader& r) {
       const uint32_t version = r.u32();
       std::string token = r.str(kMaxStoreKeyBytes);
       r.finish();
-      if (magic != proto::kMagic) throw proto::ProtocolError("not a syncgrad store client");
+      SYNCGRAD_CHECK(magic == proto::kMagic, proto::ProtocolError, "not a syncgrad store client");
       if (version != proto::kVersion) {
         reject(c, "protocol version " + std::to_string(version) + " is not supported; this server speaks " +
                       std::to_string(proto::kVersion) + " (mixed syncgrad versions in one job?)");
@@ -495,9 +496,8 @@ TCPStoreServer::TCPStoreServer(const std::string& host, uint16_t port, std::stri
   net::Fd listener = net::listen_tcp(host, port, "TCPStoreServer");
   state_->port = net::local_port(listener.get());
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) {
-    throw DistributedError("TCPStoreServer: cannot create its wake-up pipe: " + net::errno_text(errno));
-  }
+  SYNCGRAD_CHECK(::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) == 0, DistributedError,
+                 "TCPStoreServer: cannot create its wake-up pipe: ", net::errno_text(errno));
   net::Fd wake_read(pipe_fds[0]);
   state_->wake_write = net::Fd(pipe_fds[1]);
   state_->loop = std::make_unique<Loop>(net::host_port(host.empty() ? "*" : host, state_->port), std::move(listener),

@@ -4,6 +4,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/pool.h"
 #include "autograd/ops/views.h"
+#include "tensor/check.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad::models {
@@ -16,9 +17,8 @@ CNN::CNN(Generator* gen)
       fc2(register_module("fc2", std::make_shared<nn::Linear>(128, 10, true, gen))) {}
 
 Tensor CNN::forward(const Tensor& input) {
-  if (input.dim() != 4 || input.size(1) != 1 || input.size(2) != 28 || input.size(3) != 28) {
-    throw ShapeError("CNN.forward: expected input of shape [N, 1, 28, 28], got " + shape_str(input.sizes()));
-  }
+  SYNCGRAD_CHECK(input.dim() == 4 && input.size(1) == 1 && input.size(2) == 28 && input.size(3) == 28, ShapeError,
+                 "CNN.forward: expected input of shape [N, 1, 28, 28], got ", shape_str(input.sizes()));
   Tensor x = max_pool2d(relu(conv1->forward(input)), 2);  // (N, 32, 14, 14)
   x = max_pool2d(relu(conv2->forward(x)), 2);             // (N, 64, 7, 7)
   x = relu(fc1->forward(flatten(x, 1)));                  // (N, 128)

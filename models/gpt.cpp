@@ -8,6 +8,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/linalg.h"
 #include "nn/init.h"
+#include "tensor/check.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
 
@@ -61,12 +62,12 @@ GPT::GPT(const GPTConfig& cfg, Generator* gen) : Module("GPT"), config(cfg) {
 }
 
 Tensor GPT::forward(const Tensor& tokens) {
-  if (tokens.dim() != 2 || tokens.size(1) < 1 || tokens.size(1) > config.block_size ||
-      (tokens.dtype() != DType::i64 && tokens.dtype() != DType::i32)) {
-    throw ShapeError("GPT.forward: expected token ids (B, T) of int64 with 1 <= T <= block_size = " +
-                     std::to_string(config.block_size) + ", got " + shape_str(tokens.sizes()) + " of " +
-                     dtype_name(tokens.dtype()) + " (crop longer contexts to their last block_size tokens)");
-  }
+  SYNCGRAD_CHECK(tokens.dim() == 2 && tokens.size(1) >= 1 && tokens.size(1) <= config.block_size &&
+                     (tokens.dtype() == DType::i64 || tokens.dtype() == DType::i32),
+                 ShapeError,
+                 "GPT.forward: expected token ids (B, T) of int64 with 1 <= T <= block_size = ", config.block_size,
+                 ", got ", shape_str(tokens.sizes()), " of ", dtype_name(tokens.dtype()),
+                 " (crop longer contexts to their last block_size tokens)");
   const int64_t len = tokens.size(1);
   Tensor positions = arange(0, len, 1, {.dtype = DType::i64, .device = tokens.device()});  // (T)
   Tensor x = add(transformer->wte->forward(tokens), transformer->wpe->forward(positions));  // (B, T, C)

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <sstream>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::models {
@@ -64,9 +65,8 @@ GPTConfig GPTConfig::parse(const std::string& text) {
   while (std::getline(pairs, pair, ',')) {
     if (trimmed(pair).empty()) continue;
     const size_t eq = pair.find('=');
-    if (eq == std::string::npos) {
-      throw ValueError("--model-config: \"" + trimmed(pair) + "\" is not key=value (keys: " + kAllowedKeys + ")");
-    }
+    SYNCGRAD_CHECK(eq != std::string::npos, ValueError, "--model-config: \"", trimmed(pair),
+                   "\" is not key=value (keys: ", kAllowedKeys, ")");
     apply(c, trimmed(pair.substr(0, eq)), trimmed(pair.substr(eq + 1)));
   }
   c.validate();
@@ -85,17 +85,12 @@ void GPTConfig::validate() const {
                                                    {"n_layer", n_layer},       {"n_head", n_head},
                                                    {"n_embd", n_embd}};
   for (const auto& [key, value] : sizes) {
-    if (value < 1) {
-      throw ValueError("--model-config: " + std::string(key) + "=" + std::to_string(value) + " must be >= 1");
-    }
+    SYNCGRAD_CHECK(value >= 1, ValueError, "--model-config: ", key, "=", value, " must be >= 1");
   }
-  if (n_embd % n_head != 0) {
-    throw ValueError("--model-config: n_embd=" + std::to_string(n_embd) + " is not a multiple of n_head=" +
-                     std::to_string(n_head) + " (each head gets n_embd / n_head channels)");
-  }
-  if (!(dropout >= 0.0 && dropout < 1.0)) {
-    throw ValueError("--model-config: dropout=" + std::to_string(dropout) + " must be in [0, 1)");
-  }
+  SYNCGRAD_CHECK(n_embd % n_head == 0, ValueError, "--model-config: n_embd=", n_embd,
+                 " is not a multiple of n_head=", n_head, " (each head gets n_embd / n_head channels)");
+  SYNCGRAD_CHECK(dropout >= 0.0 && dropout < 1.0, ValueError, "--model-config: dropout=", std::to_string(dropout),
+                 " must be in [0, 1)");
 }
 
 }  // namespace syncgrad::models

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "autograd/grad_mode.h"
+#include "tensor/check.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
 
@@ -55,16 +56,11 @@ int64_t sample(std::vector<double> logits, const SamplingOptions& options, Gener
 
 std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, int64_t max_new_tokens,
                               const SamplingOptions& options) {
-  if (prompt.empty()) throw ValueError("generate: the prompt needs at least one token (e.g. a newline)");
-  if (max_new_tokens < 0) {
-    throw ValueError("generate: max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
-  }
-  if (!(options.temperature > 0) || !std::isfinite(options.temperature)) {
-    throw ValueError("generate: temperature must be a positive number, got " + std::to_string(options.temperature));
-  }
-  if (options.top_k < 0) {
-    throw ValueError("generate: top_k must be >= 0 (0: all tokens), got " + std::to_string(options.top_k));
-  }
+  SYNCGRAD_CHECK(!prompt.empty(), ValueError, "generate: the prompt needs at least one token (e.g. a newline)");
+  SYNCGRAD_CHECK(max_new_tokens >= 0, ValueError, "generate: max_new_tokens must be >= 0, got ", max_new_tokens);
+  SYNCGRAD_CHECK(options.temperature > 0 && std::isfinite(options.temperature), ValueError,
+                 "generate: temperature must be a positive number, got ", std::to_string(options.temperature));
+  SYNCGRAD_CHECK(options.top_k >= 0, ValueError, "generate: top_k must be >= 0 (0: all tokens), got ", options.top_k);
   EvalScope eval(model);
   NoGradGuard no_grad;
   Generator gen(options.seed);

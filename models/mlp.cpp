@@ -3,6 +3,7 @@
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/views.h"
+#include "tensor/check.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad::models {
@@ -16,10 +17,8 @@ MLP::MLP(Generator* gen)
 Tensor MLP::forward(const Tensor& input) {
   bool image = input.dim() == 4 && input.size(1) == 1 && input.size(2) == 28 && input.size(3) == 28;
   bool flat = input.dim() == 2 && input.size(1) == 784;
-  if (!image && !flat) {
-    throw ShapeError("MLP.forward: expected input of shape [N, 1, 28, 28] or [N, 784], got " +
-                     shape_str(input.sizes()));
-  }
+  SYNCGRAD_CHECK(image || flat, ShapeError, "MLP.forward: expected input of shape [N, 1, 28, 28] or [N, 784], got ",
+                 shape_str(input.sizes()));
   Tensor x = image ? flatten(input, 1) : input;
   x = relu(fc1->forward(x));
   x = relu(fc2->forward(x));

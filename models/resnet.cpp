@@ -6,6 +6,7 @@
 #include "autograd/ops/pool.h"
 #include "autograd/ops/views.h"
 #include "nn/init.h"
+#include "tensor/check.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
 
@@ -63,16 +64,12 @@ Tensor BasicBlock::forward(const Tensor& input) {
 }
 
 ResNet::ResNet(const ResNetConfig& config, Generator* gen) : Module("ResNet"), config(config) {
-  if (config.widths.empty() || config.widths.size() != config.blocks.size()) {
-    throw ValueError("ResNet: widths and blocks must name the same, non-zero number of stages, got " +
-                     std::to_string(config.widths.size()) + " widths and " + std::to_string(config.blocks.size()) +
-                     " block counts");
-  }
+  SYNCGRAD_CHECK(!config.widths.empty() && config.widths.size() == config.blocks.size(), ValueError,
+                 "ResNet: widths and blocks must name the same, non-zero number of stages, got ", config.widths.size(),
+                 " widths and ", config.blocks.size(), " block counts");
   for (size_t i = 0; i < config.widths.size(); ++i) {
-    if (config.widths[i] <= 0 || config.blocks[i] <= 0) {
-      throw ValueError("ResNet: stage " + std::to_string(i + 1) + " has width " + std::to_string(config.widths[i]) +
-                       " and " + std::to_string(config.blocks[i]) + " blocks; both must be positive");
-    }
+    SYNCGRAD_CHECK(config.widths[i] > 0 && config.blocks[i] > 0, ValueError, "ResNet: stage ", i + 1, " has width ",
+                   config.widths[i], " and ", config.blocks[i], " blocks; both must be positive");
   }
   conv1 = register_module("conv1", conv(3, config.widths[0], 3, 1, gen));
   bn1 = register_module("bn1", std::make_shared<nn::BatchNorm2d>(config.widths[0]));
@@ -90,9 +87,8 @@ ResNet::ResNet(const ResNetConfig& config, Generator* gen) : Module("ResNet"), c
 }
 
 Tensor ResNet::forward(const Tensor& input) {
-  if (input.dim() != 4 || input.size(1) != 3) {
-    throw ShapeError("ResNet.forward: expected input of shape [N, 3, H, W], got " + shape_str(input.sizes()));
-  }
+  SYNCGRAD_CHECK(input.dim() == 4 && input.size(1) == 3, ShapeError,
+                 "ResNet.forward: expected input of shape [N, 3, H, W], got ", shape_str(input.sizes()));
   Tensor x = relu(bn1->forward(conv1->forward(input)));  // (N, widths[0], H, W)
   for (const auto& layer : layers) x = layer->forward(x);  // (N, widths.back(), H / 2^(stages-1), ...)
   return fc->forward(flatten(adaptive_avg_pool2d(x, 1), 1));  // (N, num_classes)

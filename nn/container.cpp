@@ -3,16 +3,16 @@
 
 #include <string>
 
+#include "tensor/check.h"
+
 namespace syncgrad::nn {
 
 namespace {
 
 const std::shared_ptr<Module>& checked_at(const std::vector<std::shared_ptr<Module>>& modules, size_t index,
                                           const std::string& type) {
-  if (index >= modules.size()) {
-    throw IndexError(type + "[" + std::to_string(index) + "]: index out of range for " +
-                     std::to_string(modules.size()) + " modules");
-  }
+  SYNCGRAD_CHECK(index < modules.size(), IndexError, type, "[", index, "]: index out of range for ", modules.size(),
+                 " modules");
   return modules[index];
 }
 

@@ -6,6 +6,7 @@
 #include "autograd/ops/conv.h"
 #include "nn/init.h"
 #include "nn/linear.h"
+#include "tensor/check.h"
 #include "tensor/ops/factories.h"
 
 namespace syncgrad::nn {
@@ -14,16 +15,12 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Siz
                Size2 dilation, int64_t groups, bool bias, Generator* gen)
     : Module("Conv2d"), in_channels(in_channels), out_channels(out_channels), kernel_size(kernel_size),
       params{.stride = stride, .padding = padding, .dilation = dilation, .groups = groups} {
-  if (groups <= 0 || in_channels % groups != 0 || out_channels % groups != 0) {
-    throw ValueError("Conv2d: in_channels=" + std::to_string(in_channels) + " and out_channels=" +
-                     std::to_string(out_channels) + " must both be divisible by groups=" + std::to_string(groups) +
-                     " (a positive number)");
-  }
-  if (in_channels <= 0 || out_channels <= 0 || kernel_size.h <= 0 || kernel_size.w <= 0) {
-    throw ValueError("Conv2d: channel counts and kernel_size must be positive, got in_channels=" +
-                     std::to_string(in_channels) + ", out_channels=" + std::to_string(out_channels) +
-                     ", kernel_size=" + size2_str(kernel_size));
-  }
+  SYNCGRAD_CHECK(groups > 0 && in_channels % groups == 0 && out_channels % groups == 0, ValueError,
+                 "Conv2d: in_channels=", in_channels, " and out_channels=", out_channels,
+                 " must both be divisible by groups=", groups, " (a positive number)");
+  SYNCGRAD_CHECK(in_channels > 0 && out_channels > 0 && kernel_size.h > 0 && kernel_size.w > 0, ValueError,
+                 "Conv2d: channel counts and kernel_size must be positive, got in_channels=", in_channels,
+                 ", out_channels=", out_channels, ", kernel_size=", size2_str(kernel_size));
   weight = register_parameter("weight", empty({out_channels, in_channels / groups, kernel_size.h, kernel_size.w}));
   init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::fan_in, init::Nonlinearity::leaky_relu, gen);
   if (bias) {

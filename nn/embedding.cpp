@@ -4,6 +4,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops/embedding.h"
 #include "nn/init.h"
+#include "tensor/check.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
 
@@ -12,15 +13,13 @@ namespace syncgrad::nn {
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx,
                      Generator* gen)
     : Module("Embedding"), num_embeddings(num_embeddings), embedding_dim(embedding_dim) {
-  if (num_embeddings < 0 || embedding_dim < 0) {
-    throw ValueError("Embedding: sizes must be non-negative, got num_embeddings=" + std::to_string(num_embeddings) +
-                     ", embedding_dim=" + std::to_string(embedding_dim));
-  }
+  SYNCGRAD_CHECK(num_embeddings >= 0 && embedding_dim >= 0, ValueError,
+                 "Embedding: sizes must be non-negative, got num_embeddings=", num_embeddings,
+                 ", embedding_dim=", embedding_dim);
   if (padding_idx) {
-    if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings) {
-      throw ValueError("Embedding: padding_idx " + std::to_string(*padding_idx) + " is outside [" +
-                       std::to_string(-num_embeddings) + ", " + std::to_string(num_embeddings) + ")");
-    }
+    SYNCGRAD_CHECK(*padding_idx >= -num_embeddings && *padding_idx < num_embeddings, ValueError,
+                   "Embedding: padding_idx ", *padding_idx, " is outside [", -num_embeddings, ", ", num_embeddings,
+                   ")");
     this->padding_idx = *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
   }
   weight = register_parameter("weight", empty({num_embeddings, embedding_dim}));

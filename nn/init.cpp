@@ -6,6 +6,7 @@
 #include <string>
 
 #include "autograd/grad_mode.h"
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -14,10 +15,9 @@ namespace syncgrad::nn::init {
 namespace {
 
 void check_floating(const Tensor& t, const char* op) {
-  if (!t.defined()) throw ValueError(std::string("nn::init::") + op + ": the tensor is undefined");
-  if (!is_floating(t.dtype())) {
-    throw DTypeError(std::string("nn::init::") + op + ": needs a floating tensor, got " + dtype_name(t.dtype()));
-  }
+  SYNCGRAD_CHECK(t.defined(), ValueError, "nn::init::", op, ": the tensor is undefined");
+  SYNCGRAD_CHECK(is_floating(t.dtype()), DTypeError, "nn::init::", op, ": needs a floating tensor, got ",
+                 dtype_name(t.dtype()));
 }
 
 Generator& pick(Generator* gen) { return gen != nullptr ? *gen : default_generator(); }
@@ -53,10 +53,8 @@ double calculate_gain(Nonlinearity nonlinearity, double negative_slope) {
 }
 
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
-  if (t.dim() < 2) {
-    throw ValueError("nn::init::calculate_fan_in_and_fan_out: the tensor of shape " + shape_str(t.sizes()) +
-                     " has fewer than 2 dimensions; fans are defined for weights (out, in, *)");
-  }
+  SYNCGRAD_CHECK(t.dim() >= 2, ValueError, "nn::init::calculate_fan_in_and_fan_out: the tensor of shape ",
+                 shape_str(t.sizes()), " has fewer than 2 dimensions; fans are defined for weights (out, in, *)");
   int64_t receptive = 1;
   for (int64_t d = 2; d < t.dim(); ++d) receptive *= t.size(d);
   return {t.size(1) * receptive, t.size(0) * receptive};
@@ -64,15 +62,14 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
 
 const Tensor& uniform_(const Tensor& t, double low, double high, Generator* gen) {
   check_floating(t, "uniform_");
-  if (!(low <= high)) {
-    throw ValueError("nn::init::uniform_: low " + std::to_string(low) + " exceeds high " + std::to_string(high));
-  }
+  SYNCGRAD_CHECK(low <= high, ValueError, "nn::init::uniform_: low ", std::to_string(low), " exceeds high ",
+                 std::to_string(high));
   return fill_random(t, kernels::uniform, low, high, gen);
 }
 
 const Tensor& normal_(const Tensor& t, double mean, double std, Generator* gen) {
   check_floating(t, "normal_");
-  if (!(std >= 0.0)) throw ValueError("nn::init::normal_: std must be >= 0, got " + std::to_string(std));
+  SYNCGRAD_CHECK(std >= 0.0, ValueError, "nn::init::normal_: std must be >= 0, got ", std::to_string(std));
   return fill_random(t, kernels::normal, mean, std, gen);
 }
 

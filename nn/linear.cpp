@@ -5,6 +5,7 @@
 
 #include "autograd/ops/linalg.h"
 #include "nn/init.h"
+#include "tensor/check.h"
 #include "tensor/ops/factories.h"
 
 namespace syncgrad::nn {
@@ -17,10 +18,9 @@ void init_bias_from_weight(const Tensor& bias, const Tensor& weight, Generator* 
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator* gen)
     : Module("Linear"), in_features(in_features), out_features(out_features) {
-  if (in_features < 0 || out_features < 0) {
-    throw ValueError("Linear: feature counts must be non-negative, got in_features=" + std::to_string(in_features) +
-                     ", out_features=" + std::to_string(out_features));
-  }
+  SYNCGRAD_CHECK(in_features >= 0 && out_features >= 0, ValueError,
+                 "Linear: feature counts must be non-negative, got in_features=", in_features,
+                 ", out_features=", out_features);
   weight = register_parameter("weight", empty({out_features, in_features}));
   init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::fan_in, init::Nonlinearity::leaky_relu, gen);
   if (bias) {

@@ -6,6 +6,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/zero_grad.h"
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/views.h"
 
@@ -20,9 +21,8 @@ Tensor Module::forward(const Tensor&) {
 
 void Module::check_new_name(const std::string& name, const char* what) const {
   std::string op = type_name_ + ".register_" + what;
-  if (name.empty() || name.find('.') != std::string::npos) {
-    throw ValueError(op + ": invalid name \"" + name + "\"; names must be non-empty and contain no '.'");
-  }
+  SYNCGRAD_CHECK(!name.empty() && name.find('.') == std::string::npos, ValueError, op, ": invalid name \"", name,
+                 "\"; names must be non-empty and contain no '.'");
   auto taken = [&](const auto& entries) {
     for (const auto& e : entries) {
       if (e.name == name) return true;
@@ -31,18 +31,14 @@ void Module::check_new_name(const std::string& name, const char* what) const {
   };
   bool child_taken = false;
   for (const auto& [child_name, child] : children_) child_taken = child_taken || child_name == name;
-  if (taken(parameters_) || taken(buffers_) || child_taken) {
-    throw ValueError(op + ": the name \"" + name + "\" is already registered in this " + type_name_ +
-                     "; choose another name");
-  }
+  SYNCGRAD_CHECK(!taken(parameters_) && !taken(buffers_) && !child_taken, ValueError, op, ": the name \"", name,
+                 "\" is already registered in this ", type_name_, "; choose another name");
 }
 
 Tensor& Module::register_parameter(const std::string& name, Tensor t, bool requires_grad) {
   check_new_name(name, "parameter");
-  if (!t.defined()) {
-    throw ValueError(type_name_ + ".register_parameter: \"" + name + "\" is an undefined tensor; skip the " +
-                     "registration for an absent parameter (e.g. bias=false)");
-  }
+  SYNCGRAD_CHECK(t.defined(), ValueError, type_name_, ".register_parameter: \"", name,
+                 "\" is an undefined tensor; skip the registration for an absent parameter (e.g. bias=false)");
   if (!t.is_leaf()) t = t.detach();
   t.requires_grad_(requires_grad);
   parameters_.push_back({name, std::move(t)});
@@ -51,16 +47,14 @@ Tensor& Module::register_parameter(const std::string& name, Tensor t, bool requi
 
 Tensor& Module::register_buffer(const std::string& name, Tensor t) {
   check_new_name(name, "buffer");
-  if (!t.defined()) {
-    throw ValueError(type_name_ + ".register_buffer: \"" + name + "\" is an undefined tensor");
-  }
+  SYNCGRAD_CHECK(t.defined(), ValueError, type_name_, ".register_buffer: \"", name, "\" is an undefined tensor");
   buffers_.push_back({name, t.detach()});
   return buffers_.back().tensor;
 }
 
 void Module::register_child(const std::string& name, std::shared_ptr<Module> child) {
   check_new_name(name, "module");
-  if (!child) throw ValueError(type_name_ + ".register_module: \"" + name + "\" is a null module");
+  SYNCGRAD_CHECK(child, ValueError, type_name_, ".register_module: \"", name, "\" is a null module");
   children_.emplace_back(name, std::move(child));
 }
 
@@ -127,10 +121,8 @@ void Module::to(Device device) {
 }
 
 void Module::to(DType dtype) {
-  if (!is_floating(dtype)) {
-    throw DTypeError(type_name_ + ".to: modules convert to floating dtypes only, got " +
-                     std::string(dtype_name(dtype)) + "; convert single tensors with syncgrad::to instead");
-  }
+  SYNCGRAD_CHECK(is_floating(dtype), DTypeError, type_name_, ".to: modules convert to floating dtypes only, got ",
+                 dtype_name(dtype), "; convert single tensors with syncgrad::to instead");
   convert_in_place([&](const Tensor& t) { return is_floating(t.dtype()) ? raw::to(t, dtype) : t; });
 }
 
@@ -208,7 +200,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
       for (const std::string& m : mismatched) message += " " + m + ";";
     }
     message += "\n  (pass strict=false to ignore missing and unexpected keys; shapes and dtypes must still fit)";
-    if (shape_problem) throw ShapeError(message);
+    SYNCGRAD_CHECK(!shape_problem, ShapeError, message);
     throw ValueError(message);
   }
   NoGradGuard no_grad;

@@ -7,6 +7,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops/norm.h"
+#include "tensor/check.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -21,9 +22,8 @@ BatchNorm::BatchNorm(std::string type_name, std::vector<int64_t> accepted_ranks,
                      std::optional<double> momentum, bool affine, bool track_running_stats)
     : Module(std::move(type_name)), num_features(num_features), eps(eps), momentum(momentum), affine(affine),
       track_running_stats(track_running_stats), accepted_ranks_(std::move(accepted_ranks)) {
-  if (num_features <= 0) {
-    throw ValueError(this->type_name() + ": num_features must be positive, got " + std::to_string(num_features));
-  }
+  SYNCGRAD_CHECK(num_features > 0, ValueError, this->type_name(), ": num_features must be positive, got ",
+                 num_features);
   if (affine) {
     weight = register_parameter("weight", ones({num_features}));
     bias = register_parameter("bias", zeros({num_features}));
@@ -41,11 +41,9 @@ Tensor BatchNorm::forward(const Tensor& input) {
     for (int64_t r : accepted_ranks_) ranks += (ranks.empty() ? "" : " or ") + std::to_string(r) + "-D";
     throw ShapeError(type_name() + ".forward: expected " + ranks + " input, got shape " + shape_str(input.sizes()));
   }
-  if (input.size(1) != num_features) {
-    throw ShapeError(type_name() + ".forward: input of shape " + shape_str(input.sizes()) + " has " +
-                     std::to_string(input.size(1)) + " channels (dim 1), the layer was built for " +
-                     std::to_string(num_features));
-  }
+  SYNCGRAD_CHECK(input.size(1) == num_features, ShapeError, type_name(), ".forward: input of shape ",
+                 shape_str(input.sizes()), " has ", input.size(1), " channels (dim 1), the layer was built for ",
+                 num_features);
   bool use_batch_stats = is_training() || !track_running_stats;
   double factor = momentum.value_or(0.0);
   if (is_training() && track_running_stats) {

@@ -2,9 +2,9 @@
 #include "optim/clip_grad.h"
 
 #include <cmath>
-#include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/reduce.h"
@@ -28,16 +28,9 @@ Tensor partial_norm(const Tensor& grad, double norm_type) {
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type,
                        bool error_if_nonfinite) {
-  if (!(norm_type > 0.0)) {
-    std::ostringstream os;
-    os << "clip_grad_norm_: invalid norm_type " << norm_type << " (must be > 0, or infinity for the max norm)";
-    throw ValueError(os.str());
-  }
-  if (!(max_norm >= 0.0)) {
-    std::ostringstream os;
-    os << "clip_grad_norm_: invalid max_norm " << max_norm << " (must be >= 0)";
-    throw ValueError(os.str());
-  }
+  SYNCGRAD_CHECK(norm_type > 0.0, ValueError, "clip_grad_norm_: invalid norm_type ", norm_type,
+                 " (must be > 0, or infinity for the max norm)");
+  SYNCGRAD_CHECK(max_norm >= 0.0, ValueError, "clip_grad_norm_: invalid max_norm ", max_norm, " (must be >= 0)");
   NoGradGuard no_grad;
   const bool infinity = std::isinf(norm_type);
   std::vector<Tensor> grads;
@@ -58,12 +51,10 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   if (!total.defined()) return 0.0;
   const double accumulated = total.item<double>();
   const double total_norm = infinity || norm_type == 1.0 ? accumulated : std::pow(accumulated, 1.0 / norm_type);
-  if (error_if_nonfinite && !std::isfinite(total_norm)) {
-    std::ostringstream os;
-    os << "clip_grad_norm_: the total norm of order " << norm_type << " of the gradients is " << total_norm
-       << ", so they cannot be clipped; pass error_if_nonfinite = false to scale them by the non-finite norm anyway";
-    throw ValueError(os.str());
-  }
+  SYNCGRAD_CHECK(!error_if_nonfinite || std::isfinite(total_norm), ValueError,
+                 "clip_grad_norm_: the total norm of order ", norm_type, " of the gradients is ", total_norm,
+                 ", so they cannot be clipped; pass error_if_nonfinite = false to scale them by the non-finite norm "
+                 "anyway");
   const double coefficient = max_norm / (total_norm + 1e-6);
   if (!(coefficient >= 1.0)) {
     for (const Tensor& g : grads) raw::mul_(g, coefficient);

@@ -9,13 +9,14 @@
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/views.h"
+#include "tensor/check.h"
 #include "tensor/ops/grad_scale.h"
 
 namespace syncgrad::optim {
 namespace {
 
 void check_scaler_option(bool ok, const std::string& what, double value, const char* rule) {
-  if (!ok) throw ValueError("GradScaler: invalid " + what + " " + std::to_string(value) + " (" + rule + ")");
+  SYNCGRAD_CHECK(ok, ValueError, "GradScaler: invalid ", what, " ", std::to_string(value), " (", rule, ")");
 }
 
 void check_options(double scale, double growth_factor, double backoff_factor, double growth_interval) {
@@ -36,10 +37,8 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(op
 
 Tensor GradScaler::scale(const Tensor& loss) const {
   if (!options_.enabled) return loss;
-  if (!is_floating(loss.dtype())) {
-    throw DTypeError(std::string("GradScaler.scale: the loss has dtype ") + dtype_name(loss.dtype()) +
-                     "; scale a floating-point loss");
-  }
+  SYNCGRAD_CHECK(is_floating(loss.dtype()), DTypeError, "GradScaler.scale: the loss has dtype ",
+                 dtype_name(loss.dtype()), "; scale a floating-point loss");
   const bool half = loss.dtype() == DType::f16 || loss.dtype() == DType::bf16;
   return mul(half ? to(loss, DType::f32) : loss, Scalar(scale_));
 }
@@ -47,13 +46,11 @@ Tensor GradScaler::scale(const Tensor& loss) const {
 void GradScaler::unscale_(Optimizer& optimizer) {
   if (!options_.enabled) return;
   OptimizerState& state = per_optimizer_[&optimizer];
-  if (state.unscaled) {
-    throw ValueError("GradScaler.unscale_: already called for this optimizer since the last update(); call it "
-                     "at most once per optimizer and iteration");
-  }
-  if (state.stepped) {
-    throw ValueError("GradScaler.unscale_: called after step() for this optimizer; unscale before stepping");
-  }
+  SYNCGRAD_CHECK(!state.unscaled, ValueError,
+                 "GradScaler.unscale_: already called for this optimizer since the last update(); call it at most once "
+                 "per optimizer and iteration");
+  SYNCGRAD_CHECK(!state.stepped, ValueError,
+                 "GradScaler.unscale_: called after step() for this optimizer; unscale before stepping");
   // Gradients grouped by device: one found-inf flag (one read) per device.
   std::vector<std::pair<Device, std::vector<Tensor>>> by_device;
   size_t index = 0;
@@ -61,11 +58,9 @@ void GradScaler::unscale_(Optimizer& optimizer) {
     for (const Tensor& param : group.params) {
       const Tensor grad = param.grad();
       if (grad.defined()) {
-        if (grad.dtype() == DType::f16) {
-          throw DTypeError("GradScaler.unscale_: parameter " + std::to_string(index) +
-                           " has a float16 gradient; keep parameters (the master weights) in float32 and run the "
-                           "model under autocast instead of converting it to float16");
-        }
+        SYNCGRAD_CHECK(grad.dtype() != DType::f16, DTypeError, "GradScaler.unscale_: parameter ", index,
+                       " has a float16 gradient; keep parameters (the master weights) in float32 and run the model "
+                       "under autocast instead of converting it to float16");
         auto it = by_device.begin();
         while (it != by_device.end() && !(it->first == grad.device())) ++it;
         if (it == by_device.end()) it = by_device.insert(it, {grad.device(), {}});
@@ -86,10 +81,9 @@ bool GradScaler::step(Optimizer& optimizer) {
     optimizer.step();
     return true;
   }
-  if (per_optimizer_[&optimizer].stepped) {
-    throw ValueError("GradScaler.step: already called for this optimizer since the last update(); call update() "
-                     "once per iteration");
-  }
+  SYNCGRAD_CHECK(
+      !per_optimizer_[&optimizer].stepped, ValueError,
+      "GradScaler.step: already called for this optimizer since the last update(); call update() once per iteration");
   if (!per_optimizer_[&optimizer].unscaled) unscale_(optimizer);
   OptimizerState& state = per_optimizer_[&optimizer];
   state.stepped = true;
@@ -108,10 +102,9 @@ void GradScaler::update() {
     checked = checked || state.unscaled;
     found_inf = found_inf || state.found_inf;
   }
-  if (!checked) {
-    throw ValueError("GradScaler.update: no gradients were checked for inf/NaN in this iteration; call "
-                     "step(optimizer) (or unscale_) before update()");
-  }
+  SYNCGRAD_CHECK(checked, ValueError,
+                 "GradScaler.update: no gradients were checked for inf/NaN in this iteration; call step(optimizer) (or "
+                 "unscale_) before update()");
   if (found_inf) {
     scale_ *= options_.backoff_factor;
     growth_tracker_ = 0;
@@ -142,14 +135,11 @@ std::map<std::string, double> GradScaler::state_dict() const {
 
 void GradScaler::load_state_dict(const std::map<std::string, double>& state) {
   if (!options_.enabled) return;
-  if (state.empty()) {
-    throw ValueError("GradScaler.load_state_dict: the state is empty (saved from a disabled GradScaler?)");
-  }
+  SYNCGRAD_CHECK(!state.empty(), ValueError,
+                 "GradScaler.load_state_dict: the state is empty (saved from a disabled GradScaler?)");
   auto get = [&](const char* key) {
     auto it = state.find(key);
-    if (it == state.end()) {
-      throw ValueError(std::string("GradScaler.load_state_dict: missing key '") + key + "'");
-    }
+    SYNCGRAD_CHECK(it != state.end(), ValueError, "GradScaler.load_state_dict: missing key '", key, "'");
     return it->second;
   };
   const double scale = get("scale"), growth = get("growth_factor"), backoff = get("backoff_factor");

@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <sstream>
 #include <string>
+
+#include "tensor/check.h"
 
 namespace syncgrad::optim {
 namespace {
@@ -14,10 +15,7 @@ constexpr const char* kInitialLr = "initial_lr";
 
 // ValueError "<scheduler>: invalid <what> <value> (<rule>)" unless ok.
 void check_arg(bool ok, const char* scheduler, const char* what, double value, const char* rule) {
-  if (ok) return;
-  std::ostringstream os;
-  os << scheduler << ": invalid " << what << " " << value << " (" << rule << ")";
-  throw ValueError(os.str());
+  SYNCGRAD_CHECK(ok, ValueError, scheduler, ": invalid ", what, " ", value, " (", rule, ")");
 }
 
 }  // namespace
@@ -40,11 +38,9 @@ void LRScheduler::step() {
 
 void LRScheduler::apply() {
   std::vector<ParamGroup>& groups = optimizer_.param_groups();
-  if (groups.size() != base_lrs_.size()) {
-    throw ValueError("LRScheduler.step: the optimizer has " + std::to_string(groups.size()) +
-                     " parameter groups but the scheduler was built for " + std::to_string(base_lrs_.size()) +
-                     "; create the scheduler after adding every group");
-  }
+  SYNCGRAD_CHECK(groups.size() == base_lrs_.size(), ValueError, "LRScheduler.step: the optimizer has ", groups.size(),
+                 " parameter groups but the scheduler was built for ", base_lrs_.size(),
+                 "; create the scheduler after adding every group");
   last_lr_.resize(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
     last_lr_[g] = lr_at(base_lrs_[g], last_epoch_);
@@ -60,20 +56,18 @@ std::map<std::string, double> LRScheduler::state_dict() const {
 
 void LRScheduler::load_state_dict(const std::map<std::string, double>& state) {
   auto epoch = state.find("last_epoch");
-  if (epoch == state.end()) throw ValueError("LRScheduler.load_state_dict: key 'last_epoch' is missing");
+  SYNCGRAD_CHECK(epoch != state.end(), ValueError, "LRScheduler.load_state_dict: key 'last_epoch' is missing");
   check_arg(epoch->second >= 0.0 && epoch->second == std::floor(epoch->second), "LRScheduler.load_state_dict",
             "last_epoch", epoch->second, "must be an integer >= 0");
   std::vector<double> base_lrs(base_lrs_.size());
   for (size_t g = 0; g < base_lrs.size(); ++g) {
     const std::string key = "base_lr." + std::to_string(g);
     auto it = state.find(key);
-    if (it == state.end()) throw ValueError("LRScheduler.load_state_dict: key '" + key + "' is missing");
+    SYNCGRAD_CHECK(it != state.end(), ValueError, "LRScheduler.load_state_dict: key '", key, "' is missing");
     base_lrs[g] = it->second;
   }
-  if (state.size() != base_lrs.size() + 1) {
-    throw ValueError("LRScheduler.load_state_dict: the state has " + std::to_string(state.size() - 1) +
-                     " base lrs but the scheduler has " + std::to_string(base_lrs.size()) + " groups");
-  }
+  SYNCGRAD_CHECK(state.size() == base_lrs.size() + 1, ValueError, "LRScheduler.load_state_dict: the state has ",
+                 state.size() - 1, " base lrs but the scheduler has ", base_lrs.size(), " groups");
   base_lrs_ = std::move(base_lrs);
   last_epoch_ = static_cast<int64_t>(epoch->second);
   apply();
@@ -118,17 +112,13 @@ double LinearLR::lr_at(double base_lr, int64_t epoch) const {
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                            std::vector<int64_t> milestones)
     : LRScheduler(optimizer), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
-  if (schedulers_.empty()) throw ValueError("SequentialLR: needs at least one scheduler");
-  if (milestones_.size() + 1 != schedulers_.size()) {
-    throw ValueError("SequentialLR: got " + std::to_string(schedulers_.size()) + " schedulers and " +
-                     std::to_string(milestones_.size()) + " milestones; there must be one milestone fewer");
-  }
+  SYNCGRAD_CHECK(!schedulers_.empty(), ValueError, "SequentialLR: needs at least one scheduler");
+  SYNCGRAD_CHECK(milestones_.size() + 1 == schedulers_.size(), ValueError, "SequentialLR: got ", schedulers_.size(),
+                 " schedulers and ", milestones_.size(), " milestones; there must be one milestone fewer");
   for (size_t i = 0; i < schedulers_.size(); ++i) {
-    if (schedulers_[i] == nullptr) throw ValueError("SequentialLR: scheduler " + std::to_string(i) + " is null");
-    if (&schedulers_[i]->optimizer() != &optimizer) {
-      throw ValueError("SequentialLR: scheduler " + std::to_string(i) +
-                       " belongs to another optimizer; every scheduler must drive the same one");
-    }
+    SYNCGRAD_CHECK(schedulers_[i] != nullptr, ValueError, "SequentialLR: scheduler ", i, " is null");
+    SYNCGRAD_CHECK(&schedulers_[i]->optimizer() == &optimizer, ValueError, "SequentialLR: scheduler ", i,
+                   " belongs to another optimizer; every scheduler must drive the same one");
   }
   for (size_t i = 0; i < milestones_.size(); ++i) {
     const bool increasing = i == 0 ? milestones_[i] >= 1 : milestones_[i] > milestones_[i - 1];

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "autograd/zero_grad.h"
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -37,10 +38,8 @@ std::pair<size_t, std::string> parse_state_key(const std::string& key, const cha
          digits.size() < 10;
     if (ok) index = static_cast<size_t>(std::stoull(digits));
   }
-  if (!ok) {
-    throw ValueError(std::string(optimizer) + ".load_state_dict: key '" + key +
-                     "' is not of the form 'state.<parameter index>.<name>'");
-  }
+  SYNCGRAD_CHECK(ok, ValueError, optimizer, ".load_state_dict: key '", key,
+                 "' is not of the form 'state.<parameter index>.<name>'");
   return {index, key.substr(dot + 1)};
 }
 
@@ -54,48 +53,38 @@ Tensor copy_like(const Tensor& src, const Tensor& param) {
 }  // namespace
 
 void check_option(bool ok, const char* optimizer, const std::string& what, double value, const char* rule) {
-  if (!ok) {
-    throw ValueError(std::string(optimizer) + ": invalid " + what + " " + number(value) + " (" + rule + ")");
-  }
+  SYNCGRAD_CHECK(ok, ValueError, optimizer, ": invalid ", what, " ", number(value), " (", rule, ")");
 }
 
 Optimizer::Optimizer(const char* name, std::map<std::string, double> defaults)
     : name_(name), defaults_(std::move(defaults)) {}
 
 void Optimizer::init_params(std::vector<Tensor> params) {
-  if (params.empty()) {
-    throw ValueError(std::string(name_) + ": got an empty parameter list; pass the tensors to optimize");
-  }
+  SYNCGRAD_CHECK(!params.empty(), ValueError, name_, ": got an empty parameter list; pass the tensors to optimize");
   validate_options(defaults_);
   add_param_group(ParamGroup{std::move(params), {}});
 }
 
 void Optimizer::check_new_param(const Tensor& param) const {
-  if (!param.defined()) throw ValueError(std::string(name_) + ": a parameter is an undefined tensor");
-  if (!is_floating(param.dtype())) {
-    throw DTypeError(std::string(name_) + ": a parameter has dtype " + dtype_name(param.dtype()) +
-                     "; only floating tensors (float32, float64, float16, bfloat16) can be optimized");
-  }
-  if (!param.is_leaf()) {
-    throw ValueError(std::string(name_) + ": can't optimize a non-leaf tensor (shape " + shape_str(param.sizes()) +
-                     "); optimize the leaf it was computed from, or .detach() it and set requires_grad");
-  }
+  SYNCGRAD_CHECK(param.defined(), ValueError, name_, ": a parameter is an undefined tensor");
+  SYNCGRAD_CHECK(is_floating(param.dtype()), DTypeError, name_, ": a parameter has dtype ", dtype_name(param.dtype()),
+                 "; only floating tensors (float32, float64, float16, bfloat16) can be optimized");
+  SYNCGRAD_CHECK(param.is_leaf(), ValueError, name_, ": can't optimize a non-leaf tensor (shape ",
+                 shape_str(param.sizes()),
+                 "); optimize the leaf it was computed from, or .detach() it and set requires_grad");
 }
 
 void Optimizer::add_param_group(ParamGroup group) {
-  if (group.params.empty()) {
-    throw ValueError(std::string(name_) + ".add_param_group: the group has no parameters");
-  }
+  SYNCGRAD_CHECK(!group.params.empty(), ValueError, name_, ".add_param_group: the group has no parameters");
   std::unordered_set<const TensorImpl*> seen;
   for (const ParamGroup& existing : groups_) {
     for (const Tensor& p : existing.params) seen.insert(p.impl());
   }
   for (const Tensor& p : group.params) {
     check_new_param(p);
-    if (!seen.insert(p.impl()).second) {
-      throw ValueError(std::string(name_) + ".add_param_group: a parameter of shape " + shape_str(p.sizes()) +
-                       " appears more than once among the parameter groups; each tensor may be optimized once");
-    }
+    SYNCGRAD_CHECK(seen.insert(p.impl()).second, ValueError, name_, ".add_param_group: a parameter of shape ",
+                   shape_str(p.sizes()),
+                   " appears more than once among the parameter groups; each tensor may be optimized once");
   }
   for (const auto& [key, value] : defaults_) group.options.try_emplace(key, value);
   validate_options(group.options);
@@ -107,10 +96,8 @@ void Optimizer::zero_grad(bool set_to_none) {
 }
 
 double Optimizer::lr(size_t group) const {
-  if (group >= groups_.size()) {
-    throw IndexError(std::string(name_) + ".lr: group " + std::to_string(group) + " out of range (the optimizer has " +
-                     std::to_string(groups_.size()) + " parameter groups)");
-  }
+  SYNCGRAD_CHECK(group < groups_.size(), IndexError, name_, ".lr: group ", group, " out of range (the optimizer has ",
+                 groups_.size(), " parameter groups)");
   return groups_[group].options.at("lr");
 }
 
@@ -145,10 +132,8 @@ OptimizerStateDict Optimizer::state_dict() const {
 
 void Optimizer::load_state_dict(const OptimizerStateDict& state) {
   const std::string where = std::string(name_) + ".load_state_dict: ";
-  if (state.groups.size() != groups_.size()) {
-    throw ValueError(where + "the state has " + std::to_string(state.groups.size()) +
-                     " parameter groups but the optimizer has " + std::to_string(groups_.size()));
-  }
+  SYNCGRAD_CHECK(state.groups.size() == groups_.size(), ValueError, where, "the state has ", state.groups.size(),
+                 " parameter groups but the optimizer has ", groups_.size());
   std::vector<const Tensor*> params;
   std::vector<size_t> group_of;
   std::vector<std::map<std::string, double>> options(groups_.size());
@@ -156,11 +141,9 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state) {
     options[g] = state.groups[g];
     auto count = options[g].find(kParamCountKey);
     if (count != options[g].end()) {
-      if (count->second != static_cast<double>(groups_[g].params.size())) {
-        throw ValueError(where + "group " + std::to_string(g) + " has " + number(count->second) +
-                         " parameters in the state but " + std::to_string(groups_[g].params.size()) +
-                         " in the optimizer");
-      }
+      SYNCGRAD_CHECK(count->second == static_cast<double>(groups_[g].params.size()), ValueError, where, "group ", g,
+                     " has ", number(count->second), " parameters in the state but ", groups_[g].params.size(),
+                     " in the optimizer");
       options[g].erase(count);
     }
     for (const auto& [key, value] : defaults_) options[g].try_emplace(key, value);
@@ -175,38 +158,30 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state) {
   std::map<size_t, ParamState> loaded;
   for (const auto& [key, value] : state.tensors) {
     auto [index, name] = parse_state_key(key, name_);
-    if (index >= params.size()) {
-      throw ValueError(where + "key '" + key + "' refers to parameter " + std::to_string(index) +
-                       " but the optimizer has " + std::to_string(params.size()) + " parameters");
-    }
-    if (!value.defined()) throw ValueError(where + "key '" + key + "' holds an undefined tensor");
+    SYNCGRAD_CHECK(index < params.size(), ValueError, where, "key '", key, "' refers to parameter ", index,
+                   " but the optimizer has ", params.size(), " parameters");
+    SYNCGRAD_CHECK(value.defined(), ValueError, where, "key '", key, "' holds an undefined tensor");
     const Tensor& param = *params[index];
     if (name == "step" && counts_steps()) {
-      if (value.numel() != 1) {
-        throw ShapeError(where + "key '" + key + "' has shape " + shape_str(value.sizes()) +
-                         "; a step count is a single value");
-      }
+      SYNCGRAD_CHECK(value.numel() == 1, ShapeError, where, "key '", key, "' has shape ", shape_str(value.sizes()),
+                     "; a step count is a single value");
       const double step = value.item<double>();
-      if (!(step >= 0.0) || step != std::floor(step)) {
-        throw ValueError(where + "key '" + key + "' holds " + number(step) + "; a step count is an integer >= 0");
-      }
+      SYNCGRAD_CHECK(step >= 0.0 && step == std::floor(step), ValueError, where, "key '", key, "' holds ", number(step),
+                     "; a step count is an integer >= 0");
       loaded[index].step = static_cast<int64_t>(step);
       continue;
     }
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-      throw ValueError(where + "key '" + key + "' names no state of " + name_ + " (unknown entry '" + name + "')");
-    }
-    if (value.sizes() != param.sizes()) {
-      throw ShapeError(where + "key '" + key + "' has shape " + shape_str(value.sizes()) + " but parameter " +
-                       std::to_string(index) + " has shape " + shape_str(param.sizes()));
-    }
+    SYNCGRAD_CHECK(std::find(names.begin(), names.end(), name) != names.end(), ValueError, where, "key '", key,
+                   "' names no state of ", name_, " (unknown entry '", name, "')");
+    SYNCGRAD_CHECK(value.sizes() == param.sizes(), ShapeError, where, "key '", key, "' has shape ",
+                   shape_str(value.sizes()), " but parameter ", index, " has shape ", shape_str(param.sizes()));
     loaded[index].buffers[name] = copy_like(value, param);
   }
   for (auto& [index, st] : loaded) {
     const std::string prefix = "state." + std::to_string(index) + ".";
-    if (counts_steps() && !st.step) throw ValueError(where + "key '" + prefix + "step' is missing");
+    SYNCGRAD_CHECK(!counts_steps() || st.step, ValueError, where, "key '", prefix, "step' is missing");
     for (const std::string& name : required_buffers(options[group_of[index]])) {
-      if (st.buffers.count(name) == 0) throw ValueError(where + "key '" + prefix + name + "' is missing");
+      SYNCGRAD_CHECK(st.buffers.count(name) != 0, ValueError, where, "key '", prefix, name, "' is missing");
     }
   }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <system_error>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::io {
@@ -97,9 +98,8 @@ void AtomicFileWriter::commit() {
   int rc = ::fsync(dir_fd);
   int error_number = errno;
   ::close(dir_fd);
-  if (rc != 0) {
-    throw IOError("save '" + path_ + "': fsync of directory '" + directory + "' failed: " + os_reason(error_number));
-  }
+  SYNCGRAD_CHECK(rc == 0, IOError, "save '", path_, "': fsync of directory '", directory,
+                 "' failed: ", os_reason(error_number));
 }
 
 }  // namespace syncgrad::io

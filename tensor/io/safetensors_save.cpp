@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/io/atomic_file.h"
 #include "tensor/io/safetensors.h"
@@ -23,15 +24,11 @@ constexpr const char* kMetadataKey = "__metadata__";
 void check_names(const std::string& path, const NamedTensors& tensors) {
   std::set<std::string> seen;
   for (const auto& [name, tensor] : tensors) {
-    if (name == kMetadataKey) {
-      throw ValueError("save_safetensors '" + path + "': '" + name + "' is reserved for metadata; rename the tensor");
-    }
-    if (!seen.insert(name).second) {
-      throw ValueError("save_safetensors '" + path + "': duplicate tensor name '" + name + "'");
-    }
-    if (!tensor.defined()) {
-      throw ValueError("save_safetensors '" + path + "': tensor '" + name + "' is undefined");
-    }
+    SYNCGRAD_CHECK(name != kMetadataKey, ValueError, "save_safetensors '", path, "': '", name,
+                   "' is reserved for metadata; rename the tensor");
+    SYNCGRAD_CHECK(seen.insert(name).second, ValueError, "save_safetensors '", path, "': duplicate tensor name '", name,
+                   "'");
+    SYNCGRAD_CHECK(tensor.defined(), ValueError, "save_safetensors '", path, "': tensor '", name, "' is undefined");
   }
 }
 

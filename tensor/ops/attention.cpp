@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -26,25 +27,18 @@ constexpr const char* kOp = "scaled_dot_product_attention";
 void check_operands(const Tensor& q, const Tensor& k, const Tensor& v) {
   const std::string shapes =
       "q " + shape_str(q.sizes()) + ", k " + shape_str(k.sizes()) + ", v " + shape_str(v.sizes());
-  if (q.dim() < 3 || q.dim() > 4 || k.dim() != q.dim() || v.dim() != q.dim()) {
-    throw ShapeError(std::string(kOp) + ": expected q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev) (or 3-D, " +
-                     "without B), got " + shapes);
-  }
+  SYNCGRAD_CHECK(q.dim() >= 3 && q.dim() <= 4 && k.dim() == q.dim() && v.dim() == q.dim(), ShapeError, kOp,
+                 ": expected q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev) (or 3-D, without B), got ", shapes);
   for (int64_t d = 0; d < q.dim() - 2; ++d) {
-    if (k.size(d) != q.size(d) || v.size(d) != q.size(d)) {
-      throw ShapeError(std::string(kOp) + ": the leading (batch, head) dims differ: " + shapes);
-    }
+    SYNCGRAD_CHECK(k.size(d) == q.size(d) && v.size(d) == q.size(d), ShapeError, kOp,
+                   ": the leading (batch, head) dims differ: ", shapes);
   }
-  if (k.size(-1) != q.size(-1) || v.size(-2) != k.size(-2)) {
-    throw ShapeError(std::string(kOp) + ": q and k need the same last dim E, k and v the same key count S: " + shapes);
-  }
-  if (k.size(-2) == 0 && q.size(-2) > 0) {
-    throw ShapeError(std::string(kOp) + ": no keys to attend to (S = 0): " + shapes);
-  }
-  if (!is_floating(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype()) {
-    throw DTypeError(std::string(kOp) + ": q, k and v need one floating dtype, got " + dtype_name(q.dtype()) + ", " +
-                     dtype_name(k.dtype()) + ", " + dtype_name(v.dtype()));
-  }
+  SYNCGRAD_CHECK(k.size(-1) == q.size(-1) && v.size(-2) == k.size(-2), ShapeError, kOp,
+                 ": q and k need the same last dim E, k and v the same key count S: ", shapes);
+  SYNCGRAD_CHECK(k.size(-2) != 0 || q.size(-2) <= 0, ShapeError, kOp, ": no keys to attend to (S = 0): ", shapes);
+  SYNCGRAD_CHECK(is_floating(q.dtype()) && k.dtype() == q.dtype() && v.dtype() == q.dtype(), DTypeError, kOp,
+                 ": q, k and v need one floating dtype, got ", dtype_name(q.dtype()), ", ", dtype_name(k.dtype()), ", ",
+                 dtype_name(v.dtype()));
   check_same_device(kOp, q, k);
   check_same_device(kOp, q, v);
 }

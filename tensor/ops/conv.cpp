@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/reduce.h"
@@ -29,41 +30,28 @@ int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad
 namespace {
 
 void check_positive(const char* op, const char* what, Size2 v) {
-  if (v.h <= 0 || v.w <= 0) {
-    throw ValueError(std::string(op) + ": " + what + " must be positive, got " + size2_str(v));
-  }
+  SYNCGRAD_CHECK(v.h > 0 && v.w > 0, ValueError, op, ": ", what, " must be positive, got ", size2_str(v));
 }
 
 void check_params(const Conv2dParams& p) {
   check_positive("conv2d", "stride", p.stride);
   check_positive("conv2d", "dilation", p.dilation);
-  if (p.padding.h < 0 || p.padding.w < 0) {
-    throw ValueError("conv2d: padding must be non-negative, got " + size2_str(p.padding));
-  }
-  if (p.groups <= 0) {
-    throw ValueError("conv2d: groups must be positive, got " + std::to_string(p.groups));
-  }
+  SYNCGRAD_CHECK(p.padding.h >= 0 && p.padding.w >= 0, ValueError, "conv2d: padding must be non-negative, got ",
+                 size2_str(p.padding));
+  SYNCGRAD_CHECK(p.groups > 0, ValueError, "conv2d: groups must be positive, got ", p.groups);
 }
 
 void check_operands(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p) {
-  if (input.dim() != 4) {
-    throw ShapeError("conv2d: expected a 4-D input (N, C_in, H, W), got shape " + shape_str(input.sizes()) +
-                     "; add a batch dimension with unsqueeze(0) for a single image");
-  }
-  if (weight.dim() != 4) {
-    throw ShapeError("conv2d: expected a 4-D weight (C_out, C_in / groups, kH, kW), got shape " +
-                     shape_str(weight.sizes()));
-  }
-  if (!is_floating(input.dtype())) {
-    throw DTypeError(std::string("conv2d: input dtype ") + dtype_name(input.dtype()) +
-                     " is not supported (supported: float32, float64, float16, bfloat16); convert with .to()");
-  }
-  if (weight.dtype() != input.dtype() || (bias.defined() && bias.dtype() != input.dtype())) {
-    throw DTypeError(std::string("conv2d: input (") + dtype_name(input.dtype()) + "), weight (" +
-                     dtype_name(weight.dtype()) + ")" +
-                     (bias.defined() ? std::string(" and bias (") + dtype_name(bias.dtype()) + ")" : "") +
-                     " must have the same dtype; convert with .to()");
-  }
+  SYNCGRAD_CHECK(input.dim() == 4, ShapeError, "conv2d: expected a 4-D input (N, C_in, H, W), got shape ",
+                 shape_str(input.sizes()), "; add a batch dimension with unsqueeze(0) for a single image");
+  SYNCGRAD_CHECK(weight.dim() == 4, ShapeError,
+                 "conv2d: expected a 4-D weight (C_out, C_in / groups, kH, kW), got shape ", shape_str(weight.sizes()));
+  SYNCGRAD_CHECK(is_floating(input.dtype()), DTypeError, "conv2d: input dtype ", dtype_name(input.dtype()),
+                 " is not supported (supported: float32, float64, float16, bfloat16); convert with .to()");
+  SYNCGRAD_CHECK(weight.dtype() == input.dtype() && (!bias.defined() || bias.dtype() == input.dtype()), DTypeError,
+                 "conv2d: input (", dtype_name(input.dtype()), "), weight (", dtype_name(weight.dtype()), ")",
+                 (bias.defined() ? std::string(" and bias (") + dtype_name(bias.dtype()) + ")" : ""),
+                 " must have the same dtype; convert with .to()");
   check_same_device("conv2d", input, weight);
   if (bias.defined()) check_same_device("conv2d", input, bias);
   check_params(p);
@@ -71,33 +59,22 @@ void check_operands(const Tensor& input, const Tensor& weight, const Tensor& bia
   const int64_t c_in = input.sizes()[1];
   const int64_t c_out = weight.sizes()[0];
   const std::string groups = std::to_string(p.groups);
-  if (c_out % p.groups != 0) {
-    throw ValueError("conv2d: groups=" + groups + " does not divide C_out=" + std::to_string(c_out) +
-                     " (weight shape " + shape_str(weight.sizes()) + ")");
-  }
-  if (c_in % p.groups != 0) {
-    throw ValueError("conv2d: groups=" + groups + " does not divide C_in=" + std::to_string(c_in) +
-                     " (input shape " + shape_str(input.sizes()) + ")");
-  }
-  if (weight.sizes()[1] * p.groups != c_in) {
-    throw ShapeError("conv2d: input has C_in=" + std::to_string(c_in) + " channels but weight shape " +
-                     shape_str(weight.sizes()) + " with groups=" + groups + " expects " +
-                     std::to_string(weight.sizes()[1] * p.groups) + " (weight dim 1 must be C_in / groups)");
-  }
-  if (bias.defined() && (bias.dim() != 1 || bias.sizes()[0] != c_out)) {
-    throw ShapeError("conv2d: bias shape " + shape_str(bias.sizes()) + " does not match C_out=" +
-                     std::to_string(c_out) + "; expected [" + std::to_string(c_out) + "]");
-  }
+  SYNCGRAD_CHECK(c_out % p.groups == 0, ValueError, "conv2d: groups=", groups, " does not divide C_out=", c_out,
+                 " (weight shape ", shape_str(weight.sizes()), ")");
+  SYNCGRAD_CHECK(c_in % p.groups == 0, ValueError, "conv2d: groups=", groups, " does not divide C_in=", c_in,
+                 " (input shape ", shape_str(input.sizes()), ")");
+  SYNCGRAD_CHECK(weight.sizes()[1] * p.groups == c_in, ShapeError, "conv2d: input has C_in=", c_in,
+                 " channels but weight shape ", shape_str(weight.sizes()), " with groups=", groups, " expects ",
+                 weight.sizes()[1] * p.groups, " (weight dim 1 must be C_in / groups)");
+  SYNCGRAD_CHECK(!bias.defined() || (bias.dim() == 1 && bias.sizes()[0] == c_out), ShapeError, "conv2d: bias shape ",
+                 shape_str(bias.sizes()), " does not match C_out=", c_out, "; expected [", c_out, "]");
   const int64_t kh = (weight.sizes()[2] - 1) * p.dilation.h + 1;
   const int64_t kw = (weight.sizes()[3] - 1) * p.dilation.w + 1;
   const int64_t ph = input.sizes()[2] + 2 * p.padding.h;
   const int64_t pw = input.sizes()[3] + 2 * p.padding.w;
-  if (kh > ph || kw > pw) {
-    throw ShapeError("conv2d: kernel of extent (" + std::to_string(kh) + ", " + std::to_string(kw) +
-                     ") (weight shape " + shape_str(weight.sizes()) + ", dilation " + size2_str(p.dilation) +
-                     ") is larger than the padded input (" + std::to_string(ph) + ", " + std::to_string(pw) +
-                     ") (input shape " + shape_str(input.sizes()) + ", padding " + size2_str(p.padding) + ")");
-  }
+  SYNCGRAD_CHECK(kh <= ph && kw <= pw, ShapeError, "conv2d: kernel of extent (", kh, ", ", kw, ") (weight shape ",
+                 shape_str(weight.sizes()), ", dilation ", size2_str(p.dilation), ") is larger than the padded input (",
+                 ph, ", ", pw, ") (input shape ", shape_str(input.sizes()), ", padding ", size2_str(p.padding), ")");
 }
 
 Shape output_shape(const Shape& input, const Shape& weight, const Conv2dParams& p) {
@@ -106,10 +83,8 @@ Shape output_shape(const Shape& input, const Shape& weight, const Conv2dParams& 
 }
 
 void check_grad_out(const Tensor& grad_out, const Shape& expected) {
-  if (grad_out.sizes() != expected) {
-    throw ShapeError("conv2d_backward: grad_output shape " + shape_str(grad_out.sizes()) +
-                     " differs from the forward output shape " + shape_str(expected));
-  }
+  SYNCGRAD_CHECK(grad_out.sizes() == expected, ShapeError, "conv2d_backward: grad_output shape ",
+                 shape_str(grad_out.sizes()), " differs from the forward output shape ", shape_str(expected));
 }
 
 }  // namespace

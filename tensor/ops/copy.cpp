@@ -2,6 +2,7 @@
 #include "tensor/ops/copy.h"
 
 #include "tensor/backend.h"
+#include "tensor/check.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
 
@@ -23,10 +24,8 @@ void copy_(const Tensor& dst, const Tensor& src, bool non_blocking) {
     Tensor staged = contiguous(to(expanded, dst.dtype()));
     Device backend_device = dst.device().is_cpu() ? src.device() : dst.device();
     DeviceBackend* backend = device_backend(backend_device.type);
-    if (backend == nullptr) {
-      throw DeviceError("copy_ from " + src.device().str() + " to " + dst.device().str() + ": " +
-                        backend_unavailable_reason(backend_device.type));
-    }
+    SYNCGRAD_CHECK(backend != nullptr, DeviceError, "copy_ from ", src.device().str(), " to ", dst.device().str(), ": ",
+                   backend_unavailable_reason(backend_device.type));
     Tensor target = dst.is_contiguous() ? dst : empty(dst.sizes(), {.dtype = dst.dtype(), .device = dst.device()});
     backend->copy_bytes(target.data_ptr(), target.device(), staged.data_ptr(), staged.device(), staged.nbytes(),
                         non_blocking);

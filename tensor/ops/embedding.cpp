@@ -1,6 +1,7 @@
 // Raw embedding front-ends: argument checks, flattening the indices, output allocation and dispatch.
 #include "tensor/ops/embedding.h"
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -22,14 +23,12 @@ Tensor flat_indices(const Tensor& indices) { return reshape(contiguous(indices),
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   check_same_device("embedding", weight, indices);
-  if (weight.dim() != 2) {
-    throw ShapeError("embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape " +
-                     shape_str(weight.sizes()));
-  }
-  if (indices.dtype() != DType::i64 && indices.dtype() != DType::i32) {
-    throw DTypeError(std::string("embedding: indices have dtype ") + dtype_name(indices.dtype()) +
-                     "; expects int64 or int32; convert with .to(DType::i64)");
-  }
+  SYNCGRAD_CHECK(weight.dim() == 2, ShapeError,
+                 "embedding: weight must be 2-D (num_embeddings, embedding_dim), got shape ",
+                 shape_str(weight.sizes()));
+  SYNCGRAD_CHECK(indices.dtype() == DType::i64 || indices.dtype() == DType::i32, DTypeError,
+                 "embedding: indices have dtype ", dtype_name(indices.dtype()),
+                 "; expects int64 or int32; convert with .to(DType::i64)");
   int64_t dim = weight.sizes()[1];
   Tensor out = empty({indices.numel(), dim}, {.dtype = weight.dtype(), .device = weight.device()});
   kernels::embedding(weight.device(), out, contiguous(weight), flat_indices(indices));
@@ -39,11 +38,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
 }
 
 int64_t embedding_padding_index(int64_t padding_idx, int64_t num_embeddings) {
-  if (padding_idx < -num_embeddings || padding_idx >= num_embeddings) {
-    throw ValueError("embedding: padding_idx " + std::to_string(padding_idx) + " is outside [" +
-                     std::to_string(-num_embeddings) + ", " + std::to_string(num_embeddings) +
-                     ") for num_embeddings " + std::to_string(num_embeddings));
-  }
+  SYNCGRAD_CHECK(padding_idx >= -num_embeddings && padding_idx < num_embeddings, ValueError, "embedding: padding_idx ",
+                 padding_idx, " is outside [", -num_embeddings, ", ", num_embeddings, ") for num_embeddings ",
+                 num_embeddings);
   return padding_idx < 0 ? padding_idx + num_embeddings : padding_idx;
 }
 

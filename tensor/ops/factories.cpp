@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/views.h"
 
@@ -18,9 +19,7 @@ namespace {
 
 void check_shape(const Shape& shape, const char* op) {
   for (int64_t s : shape) {
-    if (s < 0) {
-      throw ValueError(std::string(op) + ": negative dimension " + std::to_string(s) + " in shape " + shape_str(shape));
-    }
+    SYNCGRAD_CHECK(s >= 0, ValueError, op, ": negative dimension ", s, " in shape ", shape_str(shape));
   }
 }
 
@@ -43,9 +42,8 @@ Tensor empty(const Shape& shape, const TensorOptions& options) {
 
 Tensor empty_strided(const Shape& shape, const Shape& strides, const TensorOptions& options) {
   check_shape(shape, "empty_strided");
-  if (strides.size() != shape.size()) {
-    throw ShapeError("empty_strided: " + std::to_string(strides.size()) + " strides for shape " + shape_str(shape));
-  }
+  SYNCGRAD_CHECK(strides.size() == shape.size(), ShapeError, "empty_strided: ", strides.size(), " strides for shape ",
+                 shape_str(shape));
   int64_t extent = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0) extent = 0;
@@ -83,14 +81,11 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step) {
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options) {
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
-  if (st == 0 || !std::isfinite(s) || !std::isfinite(e) || !std::isfinite(st)) {
-    throw ValueError("arange: invalid range start=" + std::to_string(s) + " end=" + std::to_string(e) +
-                     " step=" + std::to_string(st) + " (step must be non-zero, values finite)");
-  }
-  if ((st > 0 && e < s) || (st < 0 && e > s)) {
-    throw ValueError("arange: step " + std::to_string(st) + " moves away from end " + std::to_string(e) +
-                     " (start " + std::to_string(s) + ")");
-  }
+  SYNCGRAD_CHECK(st != 0 && std::isfinite(s) && std::isfinite(e) && std::isfinite(st), ValueError,
+                 "arange: invalid range start=", std::to_string(s), " end=", std::to_string(e),
+                 " step=", std::to_string(st), " (step must be non-zero, values finite)");
+  SYNCGRAD_CHECK(!(st > 0 && e < s) && !(st < 0 && e > s), ValueError, "arange: step ", std::to_string(st),
+                 " moves away from end ", std::to_string(e), " (start ", std::to_string(s), ")");
   int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
   std::vector<double> values(n);
   bool integral = !start.is_floating() && !step.is_floating();
@@ -101,7 +96,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 }
 
 Tensor linspace(double start, double end, int64_t steps, const TensorOptions& options) {
-  if (steps < 0) throw ValueError("linspace: number of steps must be non-negative, got " + std::to_string(steps));
+  SYNCGRAD_CHECK(steps >= 0, ValueError, "linspace: number of steps must be non-negative, got ", steps);
   std::vector<double> values(steps);
   double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   // Fill from both ends so the last value is exactly `end`.
@@ -130,10 +125,7 @@ Tensor randn(const Shape& shape, const TensorOptions& options, Generator* gen) {
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options, Generator* gen) {
-  if (high <= low) {
-    throw ValueError("randint: empty range [" + std::to_string(low) + ", " + std::to_string(high) +
-                     "); high must be greater than low");
-  }
+  SYNCGRAD_CHECK(high > low, ValueError, "randint: empty range [", low, ", ", high, "); high must be greater than low");
   Tensor t = empty(shape, options);
   Generator& g = pick(gen);
   kernels::randint(t.device(), t, low, high, g.seed(), g.reserve(static_cast<uint64_t>(t.numel())));
@@ -141,7 +133,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opti
 }
 
 Tensor randperm(int64_t n, Generator* gen, const TensorOptions& options) {
-  if (n < 0) throw ValueError("randperm: n must be non-negative, got " + std::to_string(n));
+  SYNCGRAD_CHECK(n >= 0, ValueError, "randperm: n must be non-negative, got ", n);
   Generator& g = pick(gen);
   std::vector<int64_t> perm(n);
   for (int64_t i = 0; i < n; ++i) perm[i] = i;
@@ -158,10 +150,8 @@ namespace {
 template <class T>
 Tensor from_host(const T* values, size_t count, const Shape& shape, const TensorOptions& options) {
   check_shape(shape, "from_vector");
-  if (static_cast<int64_t>(count) != shape_numel(shape)) {
-    throw ShapeError("from_vector: " + std::to_string(count) + " values do not fill shape " + shape_str(shape) +
-                     " (" + std::to_string(shape_numel(shape)) + " elements)");
-  }
+  SYNCGRAD_CHECK(static_cast<int64_t>(count) == shape_numel(shape), ShapeError, "from_vector: ", count,
+                 " values do not fill shape ", shape_str(shape), " (", shape_numel(shape), " elements)");
   // Wrap the host values without copying, then convert/copy into the requested dtype and device.
   Tensor src(std::make_shared<TensorImpl>(
       std::make_shared<Storage>(const_cast<T*>(values), count * sizeof(T), kCPU, nullptr), dtype_of<T>(), shape,

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 
@@ -20,10 +21,8 @@ bool unscale_grads_(const std::vector<Tensor>& grads, double inv_scale) {
   Tensor found_inf = zeros({1}, {.dtype = DType::f32, .device = device});
   for (size_t i = 0; i < grads.size(); ++i) {
     const Tensor& grad = grads[i];
-    if (!is_floating(grad.dtype())) {
-      throw DTypeError("unscale_grads_: gradient " + std::to_string(i) + " has dtype " + dtype_name(grad.dtype()) +
-                       "; gradients are floating point");
-    }
+    SYNCGRAD_CHECK(is_floating(grad.dtype()), DTypeError, "unscale_grads_: gradient ", i, " has dtype ",
+                   dtype_name(grad.dtype()), "; gradients are floating point");
     check_same_device("unscale_grads_", grads[0], grad);
     if (grad.numel() == 0) continue;
     if (grad.is_contiguous()) {

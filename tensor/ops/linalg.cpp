@@ -2,6 +2,7 @@
 // call of the batched GEMM kernel. Transposed operands are passed as views; the kernels read them in place.
 #include "tensor/ops/linalg.h"
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
@@ -21,30 +22,23 @@ std::string product_str(const Tensor& a, const Tensor& b) { return shape_str(a.s
 // Same device, same dtype, and a dtype that has arithmetic.
 void check_operands(const char* op, const Tensor& a, const Tensor& b) {
   check_same_device(op, a, b);
-  if (a.dtype() != b.dtype()) {
-    throw DTypeError(std::string(op) + ": " + product_str(a, b) + ": dtypes " + dtype_name(a.dtype()) + " and " +
-                     dtype_name(b.dtype()) + " differ; convert one operand with .to(dtype)");
-  }
-  if (a.dtype() == DType::boolean) {
-    throw DTypeError(std::string(op) + ": dtype bool is not supported; convert the operands with .to(dtype)");
-  }
+  SYNCGRAD_CHECK(a.dtype() == b.dtype(), DTypeError, op, ": ", product_str(a, b), ": dtypes ", dtype_name(a.dtype()),
+                 " and ", dtype_name(b.dtype()), " differ; convert one operand with .to(dtype)");
+  SYNCGRAD_CHECK(a.dtype() != DType::boolean, DTypeError, op,
+                 ": dtype bool is not supported; convert the operands with .to(dtype)");
 }
 
 void check_inner(const char* op, const Tensor& a, const Tensor& b, int64_t k_a, int64_t k_b) {
-  if (k_a != k_b) {
-    throw ShapeError(std::string(op) + ": " + product_str(a, b) + ": inner dimensions " + std::to_string(k_a) +
-                     " and " + std::to_string(k_b) +
-                     " differ; the first operand's last dimension must equal the second's "
-                     "second-to-last (transpose an operand?)");
-  }
+  SYNCGRAD_CHECK(
+      k_a == k_b, ShapeError, op, ": ", product_str(a, b), ": inner dimensions ", k_a, " and ", k_b,
+      " differ; the first operand's last dimension must equal the second's second-to-last (transpose an operand?)");
 }
 
 // Integer products take integer scale factors only (as in PyTorch).
 void check_scale(const char* op, DType dtype, const Scalar& value, const char* name) {
-  if (!is_floating(dtype) && value.is_floating()) {
-    throw ValueError(std::string(op) + ": " + name + " = " + std::to_string(value.to_double()) + " is a floating " +
-                     "point number but the operands are " + dtype_name(dtype) + "; pass an integer");
-  }
+  SYNCGRAD_CHECK(is_floating(dtype) || !value.is_floating(), ValueError, op, ": ", name, " = ",
+                 std::to_string(value.to_double()), " is a floating point number but the operands are ",
+                 dtype_name(dtype), "; pass an integer");
 }
 
 // Whether `shape` broadcasts to `target` without growing it.
@@ -102,23 +96,18 @@ Tensor batched_product(const Tensor& a, const Tensor& b, const Tensor& a_orig, c
 
 Tensor mm(const Tensor& a, const Tensor& b) {
   check_operands("mm", a, b);
-  if (a.dim() != 2 || b.dim() != 2) {
-    throw ShapeError("mm: " + product_str(a, b) + ": expects two 2-D tensors; use matmul for 1-D or batched operands");
-  }
+  SYNCGRAD_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "mm: ", product_str(a, b),
+                 ": expects two 2-D tensors; use matmul for 1-D or batched operands");
   check_inner("mm", a, b, a.size(1), b.size(0));
   return product_2d(a, b);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
   check_operands("bmm", a, b);
-  if (a.dim() != 3 || b.dim() != 3) {
-    throw ShapeError("bmm: " + product_str(a, b) + ": expects two 3-D tensors (batch, rows, cols); use matmul "
-                     "for other ranks");
-  }
-  if (a.size(0) != b.size(0)) {
-    throw ShapeError("bmm: " + product_str(a, b) + ": batch sizes " + std::to_string(a.size(0)) + " and " +
-                     std::to_string(b.size(0)) + " differ; bmm does not broadcast (matmul does)");
-  }
+  SYNCGRAD_CHECK(a.dim() == 3 && b.dim() == 3, ShapeError, "bmm: ", product_str(a, b),
+                 ": expects two 3-D tensors (batch, rows, cols); use matmul for other ranks");
+  SYNCGRAD_CHECK(a.size(0) == b.size(0), ShapeError, "bmm: ", product_str(a, b), ": batch sizes ", a.size(0), " and ",
+                 b.size(0), " differ; bmm does not broadcast (matmul does)");
   check_inner("bmm", a, b, a.size(2), b.size(1));
   Tensor out = empty({a.size(0), a.size(1), b.size(2)}, {.dtype = a.dtype(), .device = a.device()});
   run_gemm(out, a, b, 1, 0);
@@ -127,10 +116,8 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_operands("matmul", a, b);
-  if (a.dim() == 0 || b.dim() == 0) {
-    throw ShapeError("matmul: " + product_str(a, b) + ": both operands need at least one dimension; use mul for "
-                     "scalars");
-  }
+  SYNCGRAD_CHECK(a.dim() != 0 && b.dim() != 0, ShapeError, "matmul: ", product_str(a, b),
+                 ": both operands need at least one dimension; use mul for scalars");
   // A 1-D first operand is a row (1, K); a 1-D second operand a column (K, 1).
   Tensor a2 = a.dim() == 1 ? unsqueeze(a, 0) : a;
   Tensor b2 = b.dim() == 1 ? unsqueeze(b, 1) : b;
@@ -152,17 +139,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
   check_operands("addmm", a, b);
   check_operands("addmm", bias, a);
-  if (a.dim() != 2 || b.dim() != 2) {
-    throw ShapeError("addmm: " + product_str(a, b) + ": expects two 2-D matrices");
-  }
+  SYNCGRAD_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "addmm: ", product_str(a, b), ": expects two 2-D matrices");
   check_inner("addmm", a, b, a.size(1), b.size(0));
   check_scale("addmm", a.dtype(), alpha, "alpha");
   check_scale("addmm", a.dtype(), beta, "beta");
   Shape out_shape{a.size(0), b.size(1)};
-  if (!broadcasts_to(bias.sizes(), out_shape)) {
-    throw ShapeError("addmm: bias of shape " + shape_str(bias.sizes()) + " does not broadcast to the product's shape " +
-                     shape_str(out_shape) + " (" + product_str(a, b) + ")");
-  }
+  SYNCGRAD_CHECK(broadcasts_to(bias.sizes(), out_shape), ShapeError, "addmm: bias of shape ", shape_str(bias.sizes()),
+                 " does not broadcast to the product's shape ", shape_str(out_shape), " (", product_str(a, b), ")");
   Tensor out = empty(out_shape, {.dtype = a.dtype(), .device = a.device()});
   if (beta.to_double() != 0.0) copy_(out, bias);
   run_gemm(out, a, b, alpha, beta);
@@ -171,22 +154,17 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   check_operands("linear", input, weight);
-  if (weight.dim() != 2) {
-    throw ShapeError("linear: weight of shape " + shape_str(weight.sizes()) +
-                     " must be 2-D (out_features, in_features)");
-  }
-  if (input.dim() == 0 || input.size(-1) != weight.size(1)) {
-    throw ShapeError("linear: input of shape " + shape_str(input.sizes()) + " does not end in in_features = " +
-                     std::to_string(weight.size(1)) + " of weight " + shape_str(weight.sizes()) +
-                     " (out_features, in_features); expected input (*, " + std::to_string(weight.size(1)) + ")");
-  }
+  SYNCGRAD_CHECK(weight.dim() == 2, ShapeError, "linear: weight of shape ", shape_str(weight.sizes()),
+                 " must be 2-D (out_features, in_features)");
+  SYNCGRAD_CHECK(input.dim() != 0 && input.size(-1) == weight.size(1), ShapeError, "linear: input of shape ",
+                 shape_str(input.sizes()), " does not end in in_features = ", weight.size(1), " of weight ",
+                 shape_str(weight.sizes()), " (out_features, in_features); expected input (*, ", weight.size(1), ")");
   const int64_t out_features = weight.size(0);
   if (bias.defined()) {
     check_operands("linear", bias, weight);
-    if (bias.dim() > 1 || (bias.numel() != out_features && bias.numel() != 1)) {
-      throw ShapeError("linear: bias of shape " + shape_str(bias.sizes()) + " must be (out_features) = [" +
-                       std::to_string(out_features) + "] for weight " + shape_str(weight.sizes()));
-    }
+    SYNCGRAD_CHECK(bias.dim() <= 1 && (bias.numel() == out_features || bias.numel() == 1), ShapeError,
+                   "linear: bias of shape ", shape_str(bias.sizes()), " must be (out_features) = [", out_features,
+                   "] for weight ", shape_str(weight.sizes()));
   }
   Tensor rows = as_rows(input);               // (N, in)
   Tensor weight_t = transpose(weight, 0, 1);  // (in, out), a view read in place

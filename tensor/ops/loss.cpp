@@ -2,6 +2,7 @@
 // reductions (mean over non-ignored targets) and the per-position gradient weights of the backward.
 #include "tensor/ops/loss.h"
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
@@ -59,24 +60,17 @@ ClassLayout class_layout(const Shape& shape) {
 
 ClassLayout checked_class_layout(const Tensor& input, const Tensor& target, const char* op, const char* input_name) {
   check_same_device(op, input, target);
-  if (!is_floating(input.dtype())) {
-    throw DTypeError(std::string(op) + ": " + input_name + " must be floating, got " + dtype_name(input.dtype()));
-  }
-  if (target.dtype() != DType::i64) {
-    throw DTypeError(std::string(op) + ": targets must be int64 class indices, got " + dtype_name(target.dtype()) +
-                     "; convert with .to(DType::i64)");
-  }
-  if (input.dim() == 0 || (input.dim() > 1 && input.sizes()[1] == 0) || (input.dim() == 1 && input.numel() == 0)) {
-    throw ShapeError(std::string(op) + ": " + input_name +
-                     " must be (N, C), (N, C, d1, ...) or (C) with C >= 1 classes, got shape " +
-                     shape_str(input.sizes()));
-  }
+  SYNCGRAD_CHECK(is_floating(input.dtype()), DTypeError, op, ": ", input_name, " must be floating, got ",
+                 dtype_name(input.dtype()));
+  SYNCGRAD_CHECK(target.dtype() == DType::i64, DTypeError, op, ": targets must be int64 class indices, got ",
+                 dtype_name(target.dtype()), "; convert with .to(DType::i64)");
+  const bool has_classes = input.dim() > 1 ? input.sizes()[1] != 0 : input.dim() == 1 && input.numel() != 0;
+  SYNCGRAD_CHECK(has_classes, ShapeError, op, ": ", input_name,
+                 " must be (N, C), (N, C, d1, ...) or (C) with C >= 1 classes, got shape ", shape_str(input.sizes()));
   ClassLayout l = class_layout(input.sizes());
-  if (target.sizes() != l.target_shape) {
-    throw ShapeError(std::string(op) + ": target shape " + shape_str(target.sizes()) + " does not match " +
-                     input_name + " shape " + shape_str(input.sizes()) + " (expected target shape " +
-                     shape_str(l.target_shape) + ": the " + input_name + " shape without the class dim 1)");
-  }
+  SYNCGRAD_CHECK(target.sizes() == l.target_shape, ShapeError, op, ": target shape ", shape_str(target.sizes()),
+                 " does not match ", input_name, " shape ", shape_str(input.sizes()), " (expected target shape ",
+                 shape_str(l.target_shape), ": the ", input_name, " shape without the class dim 1)");
   return l;
 }
 
@@ -125,10 +119,8 @@ Tensor position_weights(const Tensor& grad, int64_t valid, Reduction reduction, 
 CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& target,
                                          const CrossEntropyOptions& options) {
   ClassLayout l = checked_class_layout(logits, target, "cross_entropy", "logits");
-  if (!(options.label_smoothing >= 0.0 && options.label_smoothing < 1.0)) {
-    throw ValueError("cross_entropy: label_smoothing must be in [0, 1), got " +
-                     std::to_string(options.label_smoothing));
-  }
+  SYNCGRAD_CHECK(options.label_smoothing >= 0.0 && options.label_smoothing < 1.0, ValueError,
+                 "cross_entropy: label_smoothing must be in [0, 1), got ", std::to_string(options.label_smoothing));
   TensorOptions acc{.dtype = loss_dtype(logits.dtype()), .device = logits.device()};
   Tensor losses = empty({l.n, l.s}, acc);
   CrossEntropyResult result;
@@ -183,14 +175,12 @@ Tensor nll_loss_backward(const Tensor& grad, const Shape& log_probs_shape, const
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   check_same_device("mse_loss", input, target);
-  if (input.sizes() != target.sizes()) {
-    throw ShapeError("mse_loss: input shape " + shape_str(input.sizes()) + " and target shape " +
-                     shape_str(target.sizes()) + " differ; reshape one of them (broadcasting here is usually a bug)");
-  }
-  if (!is_floating(input.dtype()) || !is_floating(target.dtype())) {
-    throw DTypeError(std::string("mse_loss: input and target must be floating, got ") + dtype_name(input.dtype()) +
-                     " and " + dtype_name(target.dtype()));
-  }
+  SYNCGRAD_CHECK(input.sizes() == target.sizes(), ShapeError, "mse_loss: input shape ", shape_str(input.sizes()),
+                 " and target shape ", shape_str(target.sizes()),
+                 " differ; reshape one of them (broadcasting here is usually a bug)");
+  SYNCGRAD_CHECK(is_floating(input.dtype()) && is_floating(target.dtype()), DTypeError,
+                 "mse_loss: input and target must be floating, got ", dtype_name(input.dtype()), " and ",
+                 dtype_name(target.dtype()));
   Tensor diff = sub(input, target);
   Tensor squares = mul(diff, diff);
   switch (reduction) {
@@ -208,18 +198,12 @@ Tensor mse_loss_backward(const Tensor& grad, const Tensor& input, const Tensor& 
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
-  if (indices.dtype() != DType::i64) {
-    throw DTypeError(std::string("one_hot: indices must be int64, got ") + dtype_name(indices.dtype()) +
-                     "; convert with .to(DType::i64)");
-  }
-  if (num_classes < -1) {
-    throw ValueError("one_hot: num_classes must be -1 (infer) or >= 0, got " + std::to_string(num_classes));
-  }
+  SYNCGRAD_CHECK(indices.dtype() == DType::i64, DTypeError, "one_hot: indices must be int64, got ",
+                 dtype_name(indices.dtype()), "; convert with .to(DType::i64)");
+  SYNCGRAD_CHECK(num_classes >= -1, ValueError, "one_hot: num_classes must be -1 (infer) or >= 0, got ", num_classes);
   if (num_classes == -1) {
-    if (indices.numel() == 0) {
-      throw ValueError("one_hot: cannot infer num_classes from an empty tensor of shape " +
-                       shape_str(indices.sizes()) + "; pass num_classes");
-    }
+    SYNCGRAD_CHECK(indices.numel() != 0, ValueError, "one_hot: cannot infer num_classes from an empty tensor of shape ",
+                   shape_str(indices.sizes()), "; pass num_classes");
     num_classes = std::max<int64_t>(max(indices).item<int64_t>() + 1, 0);
   }
   Shape shape = indices.sizes();
@@ -227,11 +211,9 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   Tensor out = zeros(shape, {.dtype = DType::i64, .device = indices.device()});
   if (indices.numel() == 0) return out;
   TargetScan scan = kernels::one_hot(indices.device(), out, contiguous(indices));
-  if (scan.invalid_position >= 0) {
-    throw IndexError("one_hot: index " + std::to_string(scan.invalid_value) + " at position " +
-                     position_str(scan.invalid_position, indices.sizes()) + " is out of range for num_classes " +
-                     std::to_string(num_classes) + " (expected [0, " + std::to_string(num_classes) + "))");
-  }
+  SYNCGRAD_CHECK(scan.invalid_position < 0, IndexError, "one_hot: index ", scan.invalid_value, " at position ",
+                 position_str(scan.invalid_position, indices.sizes()), " is out of range for num_classes ", num_classes,
+                 " (expected [0, ", num_classes, "))");
   return out;
 }
 

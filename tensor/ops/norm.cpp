@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -30,10 +31,8 @@ DType norm_stats_dtype(DType input) { return input == DType::f64 ? DType::f64 : 
 namespace {
 
 void check_floating_input(const char* op, const Tensor& input) {
-  if (!is_floating(input.dtype())) {
-    throw DTypeError(std::string(op) + ": input has dtype " + dtype_name(input.dtype()) +
-                     "; expects a floating dtype (float32, float64, float16, bfloat16); convert with .to()");
-  }
+  SYNCGRAD_CHECK(is_floating(input.dtype()), DTypeError, op, ": input has dtype ", dtype_name(input.dtype()),
+                 "; expects a floating dtype (float32, float64, float16, bfloat16); convert with .to()");
 }
 
 // An optional per-channel / per-feature tensor: undefined, or floating with exactly `shape` on input's device.
@@ -41,14 +40,10 @@ void check_param(const char* op, const char* name, const Tensor& param, const Te
                  const char* meaning) {
   if (!param.defined()) return;
   check_same_device(op, input, param);
-  if (!is_floating(param.dtype())) {
-    throw DTypeError(std::string(op) + ": " + name + " has dtype " + dtype_name(param.dtype()) +
-                     "; expects a floating dtype");
-  }
-  if (param.sizes() != shape) {
-    throw ShapeError(std::string(op) + ": " + name + " has shape " + shape_str(param.sizes()) + " but expects " +
-                     shape_str(shape) + " (" + meaning + ") for input of shape " + shape_str(input.sizes()));
-  }
+  SYNCGRAD_CHECK(is_floating(param.dtype()), DTypeError, op, ": ", name, " has dtype ", dtype_name(param.dtype()),
+                 "; expects a floating dtype");
+  SYNCGRAD_CHECK(param.sizes() == shape, ShapeError, op, ": ", name, " has shape ", shape_str(param.sizes()),
+                 " but expects ", shape_str(shape), " (", meaning, ") for input of shape ", shape_str(input.sizes()));
 }
 
 // `t` as a contiguous tensor of `shape` (a view when possible).
@@ -86,30 +81,24 @@ BatchNormResult batch_norm(const Tensor& input, const Tensor& running_mean, cons
                            const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
   constexpr const char* op = "batch_norm";
   check_floating_input(op, input);
-  if (input.dim() < 2) {
-    throw ShapeError(std::string(op) + ": expects input of shape (N, C) or (N, C, *), got " +
-                     shape_str(input.sizes()) + "; add a batch dim with unsqueeze(0)");
-  }
+  SYNCGRAD_CHECK(input.dim() >= 2, ShapeError, op, ": expects input of shape (N, C) or (N, C, *), got ",
+                 shape_str(input.sizes()), "; add a batch dim with unsqueeze(0)");
   Shape layout = batch_norm_layout(input);
   Shape channels{layout[1]};
   check_param(op, "weight", weight, input, channels, "one value per channel C = input.size(1)");
   check_param(op, "bias", bias, input, channels, "one value per channel C = input.size(1)");
   check_param(op, "running_mean", running_mean, input, channels, "one value per channel C = input.size(1)");
   check_param(op, "running_var", running_var, input, channels, "one value per channel C = input.size(1)");
-  if (running_mean.defined() != running_var.defined()) {
-    throw ValueError(std::string(op) + ": running_mean and running_var must be given together (got only " +
-                     (running_mean.defined() ? "running_mean" : "running_var") + ")");
-  }
-  if (!training && !running_mean.defined()) {
-    throw ValueError(std::string(op) +
-                     ": eval mode (training=false) normalises with running_mean and running_var, but none were "
-                     "given; pass them or use training=true");
-  }
-  if (training && layout[0] * layout[2] <= 1) {
-    throw ValueError(std::string(op) + ": expected more than 1 value per channel when training, got input of shape " +
-                     shape_str(input.sizes()) + "; use a larger batch or eval mode");
-  }
-  if (eps < 0) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  SYNCGRAD_CHECK(running_mean.defined() == running_var.defined(), ValueError, op,
+                 ": running_mean and running_var must be given together (got only ",
+                 (running_mean.defined() ? "running_mean" : "running_var"), ")");
+  SYNCGRAD_CHECK(training || running_mean.defined(), ValueError, op,
+                 ": eval mode (training=false) normalises with running_mean and running_var, but none were given; pass "
+                 "them or use training=true");
+  SYNCGRAD_CHECK(!training || layout[0] * layout[2] > 1, ValueError, op,
+                 ": expected more than 1 value per channel when training, got input of shape ",
+                 shape_str(input.sizes()), "; use a larger batch or eval mode");
+  SYNCGRAD_CHECK(!(eps < 0), ValueError, op, ": eps must be >= 0, got ", std::to_string(eps));
 
   DType stats = norm_stats_dtype(input.dtype());
   Tensor out = empty(layout, {.dtype = input.dtype(), .device = input.device()});
@@ -142,10 +131,9 @@ LayerNormResult layer_norm(const Tensor& input, const Shape& normalized_shape, c
                            const Tensor& bias, double eps) {
   constexpr const char* op = "layer_norm";
   check_floating_input(op, input);
-  if (normalized_shape.empty()) {
-    throw ValueError(std::string(op) + ": normalized_shape is empty; give at least the last dim's size, e.g. [" +
-                     (input.dim() > 0 ? std::to_string(input.sizes().back()) : std::string("D")) + "]");
-  }
+  SYNCGRAD_CHECK(!normalized_shape.empty(), ValueError, op,
+                 ": normalized_shape is empty; give at least the last dim's size, e.g. [",
+                 (input.dim() > 0 ? std::to_string(input.sizes().back()) : std::string("D")), "]");
   int64_t lead = input.dim() - static_cast<int64_t>(normalized_shape.size());
   if (lead < 0 || !std::equal(normalized_shape.begin(), normalized_shape.end(), input.sizes().begin() + lead)) {
     std::string expected = shape_str(normalized_shape);
@@ -155,7 +143,7 @@ LayerNormResult layer_norm(const Tensor& input, const Shape& normalized_shape, c
   }
   check_param(op, "weight", weight, input, normalized_shape, "normalized_shape");
   check_param(op, "bias", bias, input, normalized_shape, "normalized_shape");
-  if (eps < 0) throw ValueError(std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  SYNCGRAD_CHECK(!(eps < 0), ValueError, op, ": eps must be >= 0, got ", std::to_string(eps));
 
   Shape layout = layer_norm_layout(input, normalized_shape);
   DType stats = norm_stats_dtype(input.dtype());

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -33,39 +34,29 @@ int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad
 namespace {
 
 void check_input(const char* op, const Tensor& input) {
-  if (input.dim() != 4) {
-    throw ShapeError(std::string(op) + ": expected a 4-D input (N, C, H, W), got shape " + shape_str(input.sizes()) +
-                     "; add a batch dimension with unsqueeze(0) for a single image");
-  }
-  if (!is_floating(input.dtype())) {
-    throw DTypeError(std::string(op) + ": input dtype " + dtype_name(input.dtype()) +
-                     " is not supported (supported: float32, float64, float16, bfloat16); convert with .to()");
-  }
+  SYNCGRAD_CHECK(input.dim() == 4, ShapeError, op, ": expected a 4-D input (N, C, H, W), got shape ",
+                 shape_str(input.sizes()), "; add a batch dimension with unsqueeze(0) for a single image");
+  SYNCGRAD_CHECK(is_floating(input.dtype()), DTypeError, op, ": input dtype ", dtype_name(input.dtype()),
+                 " is not supported (supported: float32, float64, float16, bfloat16); convert with .to()");
 }
 
 void check_window(const char* op, const Shape& input, const Pool2dParams& p) {
   auto positive = [op](const char* what, Size2 v) {
-    if (v.h <= 0 || v.w <= 0) {
-      throw ValueError(std::string(op) + ": " + what + " must be positive, got " + size2_str(v));
-    }
+    SYNCGRAD_CHECK(v.h > 0 && v.w > 0, ValueError, op, ": ", what, " must be positive, got ", size2_str(v));
   };
   positive("kernel_size", p.kernel);
   positive("stride", p.stride);
   positive("dilation", p.dilation);
-  if (p.padding.h < 0 || p.padding.w < 0 || 2 * p.padding.h > p.kernel.h || 2 * p.padding.w > p.kernel.w) {
-    throw ValueError(std::string(op) + ": padding " + size2_str(p.padding) +
-                     " must be non-negative and at most half the kernel size " + size2_str(p.kernel));
-  }
+  SYNCGRAD_CHECK(p.padding.h >= 0 && p.padding.w >= 0 && 2 * p.padding.h <= p.kernel.h && 2 * p.padding.w <= p.kernel.w,
+                 ValueError, op, ": padding ", size2_str(p.padding),
+                 " must be non-negative and at most half the kernel size ", size2_str(p.kernel));
   const int64_t kh = (p.kernel.h - 1) * p.dilation.h + 1;
   const int64_t kw = (p.kernel.w - 1) * p.dilation.w + 1;
   const int64_t ph = input[2] + 2 * p.padding.h;
   const int64_t pw = input[3] + 2 * p.padding.w;
-  if (kh > ph || kw > pw) {
-    throw ShapeError(std::string(op) + ": window of extent (" + std::to_string(kh) + ", " + std::to_string(kw) +
-                     ") (kernel_size " + size2_str(p.kernel) + ", dilation " + size2_str(p.dilation) +
-                     ") is larger than the padded input (" + std::to_string(ph) + ", " + std::to_string(pw) +
-                     ") (input shape " + shape_str(input) + ", padding " + size2_str(p.padding) + ")");
-  }
+  SYNCGRAD_CHECK(kh <= ph && kw <= pw, ShapeError, op, ": window of extent (", kh, ", ", kw, ") (kernel_size ",
+                 size2_str(p.kernel), ", dilation ", size2_str(p.dilation), ") is larger than the padded input (", ph,
+                 ", ", pw, ") (input shape ", shape_str(input), ", padding ", size2_str(p.padding), ")");
 }
 
 Shape pooled_shape(const Shape& input, const Pool2dParams& p) {
@@ -75,10 +66,8 @@ Shape pooled_shape(const Shape& input, const Pool2dParams& p) {
 }
 
 void check_grad_out(const char* op, const Tensor& grad_out, const Shape& expected) {
-  if (grad_out.sizes() != expected) {
-    throw ShapeError(std::string(op) + ": grad_output shape " + shape_str(grad_out.sizes()) +
-                     " differs from the forward output shape " + shape_str(expected));
-  }
+  SYNCGRAD_CHECK(grad_out.sizes() == expected, ShapeError, op, ": grad_output shape ", shape_str(grad_out.sizes()),
+                 " differs from the forward output shape ", shape_str(expected));
 }
 
 Tensor zeros_for(const Shape& shape, const Tensor& like) {
@@ -129,13 +118,11 @@ Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, con
 
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
   check_input("adaptive_avg_pool2d", input);
-  if (output_size.h <= 0 || output_size.w <= 0) {
-    throw ValueError("adaptive_avg_pool2d: output_size must be positive, got " + size2_str(output_size));
-  }
-  if (input.sizes()[2] == 0 || input.sizes()[3] == 0) {
-    throw ShapeError("adaptive_avg_pool2d: input shape " + shape_str(input.sizes()) +
-                     " has an empty spatial dimension; every output cell needs at least one input element");
-  }
+  SYNCGRAD_CHECK(output_size.h > 0 && output_size.w > 0, ValueError,
+                 "adaptive_avg_pool2d: output_size must be positive, got ", size2_str(output_size));
+  SYNCGRAD_CHECK(input.sizes()[2] != 0 && input.sizes()[3] != 0, ShapeError, "adaptive_avg_pool2d: input shape ",
+                 shape_str(input.sizes()),
+                 " has an empty spatial dimension; every output cell needs at least one input element");
   Tensor out = empty({input.sizes()[0], input.sizes()[1], output_size.h, output_size.w},
                      {.dtype = input.dtype(), .device = input.device()});
   if (out.numel() > 0) kernels::adaptive_avg_pool2d(input.device(), out, contiguous(input));
@@ -143,10 +130,9 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
 }
 
 Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape) {
-  if (grad_out.dim() != 4 || grad_out.sizes()[0] != input_shape[0] || grad_out.sizes()[1] != input_shape[1]) {
-    throw ShapeError("adaptive_avg_pool2d_backward: grad_output shape " + shape_str(grad_out.sizes()) +
-                     " does not match the input shape " + shape_str(input_shape) + " in N and C");
-  }
+  SYNCGRAD_CHECK(grad_out.dim() == 4 && grad_out.sizes()[0] == input_shape[0] && grad_out.sizes()[1] == input_shape[1],
+                 ShapeError, "adaptive_avg_pool2d_backward: grad_output shape ", shape_str(grad_out.sizes()),
+                 " does not match the input shape ", shape_str(input_shape), " in N and C");
   Tensor grad_input = zeros_for(input_shape, grad_out);
   if (grad_out.numel() > 0) kernels::adaptive_avg_pool2d_backward(grad_out.device(), grad_input, contiguous(grad_out));
   return grad_input;

@@ -1,6 +1,7 @@
 // Raw reductions: dims handling, dtype rules, output allocation and dispatch.
 #include "tensor/ops/reduce.h"
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
@@ -34,9 +35,7 @@ std::vector<bool> reduction_mask(const Shape& dims, int64_t ndim, const char* op
   for (int64_t d : dims) {
     int64_t w = wrap_dim(d, ndim, op);
     if (ndim == 0) continue;
-    if (mask[w]) {
-      throw ShapeError(std::string(op) + ": dim " + std::to_string(w) + " appears more than once in " + shape_str(dims));
-    }
+    SYNCGRAD_CHECK(!mask[w], ShapeError, op, ": dim ", w, " appears more than once in ", shape_str(dims));
     mask[w] = true;
   }
   return mask;
@@ -65,10 +64,8 @@ namespace {
 DType half_to_float(DType t) { return (t == DType::f16 || t == DType::bf16) ? DType::f32 : t; }
 
 void require_floating(const Tensor& t, const char* op) {
-  if (!is_floating(t.dtype())) {
-    throw DTypeError(std::string(op) + ": only floating dtypes are supported, got " + dtype_name(t.dtype()) +
-                     "; convert first, e.g. t.to(DType::f32)");
-  }
+  SYNCGRAD_CHECK(is_floating(t.dtype()), DTypeError, op, ": only floating dtypes are supported, got ",
+                 dtype_name(t.dtype()), "; convert first, e.g. t.to(DType::f32)");
 }
 
 // The order of dims that moves the reduced ones last.
@@ -96,10 +93,8 @@ Tensor as_rows(const Tensor& t, const std::vector<bool>& mask) {
 ValuesIndices minmax(const Tensor& t, int64_t dim, bool keepdim, bool largest, const char* op) {
   int64_t d = wrap_dim(dim, t.dim(), op);
   Tensor in = t.dim() == 0 ? reshape(t, {1}) : contiguous(t);
-  if (in.sizes()[d] == 0) {
-    throw IndexError(std::string(op) + ": cannot reduce dim " + std::to_string(d) + " of size 0 (input shape " +
-                     shape_str(t.sizes()) + "); the reduction has no identity value");
-  }
+  SYNCGRAD_CHECK(in.sizes()[d] != 0, IndexError, op, ": cannot reduce dim ", d, " of size 0 (input shape ",
+                 shape_str(t.sizes()), "); the reduction has no identity value");
   Shape kept = in.sizes();
   kept[d] = 1;
   ValuesIndices out{empty(kept, {.dtype = t.dtype(), .device = t.device()}),
@@ -114,19 +109,15 @@ ValuesIndices minmax(const Tensor& t, int64_t dim, bool keepdim, bool largest, c
 }
 
 Tensor extremum(const Tensor& t, bool largest, const char* op) {
-  if (t.numel() == 0) {
-    throw ValueError(std::string(op) + ": the input of shape " + shape_str(t.sizes()) +
-                     " has no elements; pass a dim to reduce along, or check the input is not empty");
-  }
+  SYNCGRAD_CHECK(t.numel() != 0, ValueError, op, ": the input of shape ", shape_str(t.sizes()),
+                 " has no elements; pass a dim to reduce along, or check the input is not empty");
   return minmax(reshape(t, {t.numel()}), 0, false, largest, op).values;
 }
 
 Tensor arg_extremum(const Tensor& t, std::optional<int64_t> dim, bool keepdim, bool largest, const char* op) {
   if (dim) return minmax(t, *dim, keepdim, largest, op).indices;
-  if (t.numel() == 0) {
-    throw ValueError(std::string(op) + ": the input of shape " + shape_str(t.sizes()) +
-                     " has no elements; pass a dim to reduce along, or check the input is not empty");
-  }
+  SYNCGRAD_CHECK(t.numel() != 0, ValueError, op, ": the input of shape ", shape_str(t.sizes()),
+                 " has no elements; pass a dim to reduce along, or check the input is not empty");
   Tensor index = minmax(reshape(t, {t.numel()}), 0, false, largest, op).indices;
   return keepdim ? reshape(index, Shape(t.sizes().size(), 1)) : index;
 }
@@ -146,9 +137,8 @@ Tensor sum(const Tensor& t, const Shape& dims, bool keepdim, std::optional<DType
 Tensor sum_to(const Tensor& t, const Shape& shape) {
   if (t.sizes() == shape) return t;
   int64_t lead = t.dim() - static_cast<int64_t>(shape.size());
-  if (lead < 0) {
-    throw ShapeError("sum_to: cannot reduce shape " + shape_str(t.sizes()) + " to the larger shape " + shape_str(shape));
-  }
+  SYNCGRAD_CHECK(lead >= 0, ShapeError, "sum_to: cannot reduce shape ", shape_str(t.sizes()), " to the larger shape ",
+                 shape_str(shape));
   Shape dims;
   for (int64_t i = 0; i < t.dim(); ++i) {
     if (i < lead) {
@@ -165,12 +155,10 @@ Tensor sum_to(const Tensor& t, const Shape& shape) {
 
 Tensor mean(const Tensor& t, const Shape& dims, bool keepdim, std::optional<DType> dtype) {
   DType out_dtype = dtype ? *dtype : t.dtype();
-  if (!is_floating(out_dtype)) {
-    throw DTypeError(std::string("mean: could not infer the output dtype: the input dtype is ") +
-                     dtype_name(t.dtype()) + (dtype ? std::string(" and the requested dtype is ") + dtype_name(*dtype)
-                                                    : std::string()) +
-                     "; mean needs a floating dtype: convert the input or pass dtype (e.g. DType::f32)");
-  }
+  SYNCGRAD_CHECK(is_floating(out_dtype), DTypeError, "mean: could not infer the output dtype: the input dtype is ",
+                 dtype_name(t.dtype()),
+                 (dtype ? std::string(" and the requested dtype is ") + dtype_name(*dtype) : std::string()),
+                 "; mean needs a floating dtype: convert the input or pass dtype (e.g. DType::f32)");
   std::vector<bool> mask = reduction_mask(dims, t.dim(), "mean");
   DType acc_dtype = half_to_float(out_dtype);
   Tensor total = sum(t, dims, keepdim, acc_dtype);
@@ -195,9 +183,7 @@ namespace {
 
 Tensor variance(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim, bool root, const char* op) {
   require_floating(t, op);
-  if (correction < 0) {
-    throw ValueError(std::string(op) + ": correction must be >= 0, got " + std::to_string(correction));
-  }
+  SYNCGRAD_CHECK(correction >= 0, ValueError, op, ": correction must be >= 0, got ", correction);
   std::vector<bool> mask = reduction_mask(dims, t.dim(), op);
   Tensor rows = as_rows(t, mask);
   Tensor out = empty({rows.sizes()[0]}, {.dtype = t.dtype(), .device = t.device()});

@@ -1,6 +1,7 @@
 // Raw softmax / log_softmax front-ends: dtype rules, dim wrapping, output allocation and dispatch.
 #include "tensor/ops/softmax.h"
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -18,10 +19,8 @@ namespace {
 
 Tensor softmax_impl(const Tensor& t, int64_t dim, std::optional<DType> dtype, bool log, const char* op) {
   Tensor in = dtype ? to(t, *dtype) : t;
-  if (!is_floating(in.dtype())) {
-    throw DTypeError(std::string(op) + ": needs a floating input, got " + dtype_name(in.dtype()) +
-                     "; convert first or pass dtype (e.g. DType::f32)");
-  }
+  SYNCGRAD_CHECK(is_floating(in.dtype()), DTypeError, op, ": needs a floating input, got ", dtype_name(in.dtype()),
+                 "; convert first or pass dtype (e.g. DType::f32)");
   int64_t d = wrap_dim(dim, in.dim(), op);
   Tensor src = in.dim() == 0 ? reshape(in, {1}) : contiguous(in);
   Tensor out = empty(src.sizes(), {.dtype = src.dtype(), .device = src.device()});

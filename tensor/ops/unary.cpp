@@ -1,6 +1,7 @@
 // Raw unary front-ends: result dtype, output allocation, dispatch; and the gradient kernels' front-end.
 #include "tensor/ops/unary.h"
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
@@ -52,10 +53,8 @@ namespace {
 
 DType unary_result_dtype(UnaryOp op, DType input) {
   if (unary_is_floating_only(op)) return is_floating(input) ? input : default_float_dtype();
-  if (input == DType::boolean) {
-    throw DTypeError(std::string(unary_op_name(op)) + ": not supported on bool tensors; use logical_not or "
-                     "convert with .to()");
-  }
+  SYNCGRAD_CHECK(input != DType::boolean, DTypeError, unary_op_name(op),
+                 ": not supported on bool tensors; use logical_not or convert with .to()");
   return input;
 }
 
@@ -88,10 +87,8 @@ void unary_(UnaryOp op, const Tensor& self) {
   const char* name = unary_op_name(op);
   check_castable(unary_result_dtype(op, self.dtype()), self.dtype(), name);
   for (int64_t d = 0; d < self.dim(); ++d) {
-    if (self.sizes()[d] > 1 && self.strides()[d] == 0) {
-      throw ValueError(std::string(name) + "_: the in-place target of shape " + shape_str(self.sizes()) +
-                       " has several elements in one memory location; call .clone() on it first");
-    }
+    SYNCGRAD_CHECK(self.sizes()[d] <= 1 || self.strides()[d] != 0, ValueError, name, "_: the in-place target of shape ",
+                   shape_str(self.sizes()), " has several elements in one memory location; call .clone() on it first");
   }
   kernels::unary(self.device(), op, self, self);
   self.impl()->storage()->bump_version();

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 
 namespace syncgrad {
@@ -39,7 +40,7 @@ Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
   int infer_at = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      if (infer_at >= 0) throw ShapeError(std::string(op) + ": only one dimension can be -1, got " + shape_str(shape));
+      SYNCGRAD_CHECK(infer_at < 0, ShapeError, op, ": only one dimension can be -1, got ", shape_str(shape));
       infer_at = static_cast<int>(i);
     } else if (out[i] < 0) {
       throw ShapeError(std::string(op) + ": invalid size " + std::to_string(out[i]) + " in shape " + shape_str(shape));
@@ -48,10 +49,8 @@ Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
     }
   }
   if (infer_at >= 0) {
-    if (known == 0 || numel % known != 0) {
-      throw ShapeError(std::string(op) + ": shape " + shape_str(shape) + " is invalid for input of size " +
-                       std::to_string(numel));
-    }
+    SYNCGRAD_CHECK(known != 0 && numel % known == 0, ShapeError, op, ": shape ", shape_str(shape),
+                   " is invalid for input of size ", numel);
     out[infer_at] = numel / known;
   } else if (known != numel) {
     throw ShapeError(std::string(op) + ": shape " + shape_str(shape) + " is invalid for input of size " +
@@ -66,11 +65,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (da != db && da != 1 && db != 1) {
-      throw ShapeError(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
-                       " cannot be broadcast (dimension " + std::to_string(i) + ": " + std::to_string(da) +
-                       " vs " + std::to_string(db) + "); sizes must match or be 1");
-    }
+    SYNCGRAD_CHECK(da == db || da == 1 || db == 1, ShapeError, op, ": shapes ", shape_str(a), " and ", shape_str(b),
+                   " cannot be broadcast (dimension ", i, ": ", da, " vs ", db, "); sizes must match or be 1");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -126,11 +122,10 @@ bool view_strides(const Tensor& t, const Shape& shape, Shape& out) {
 Tensor view(const Tensor& t, const Shape& shape) {
   Shape sizes = infer_shape(shape, t.numel(), "view");
   Shape strides;
-  if (!view_strides(t, sizes, strides)) {
-    throw ShapeError("view: size " + shape_str(sizes) + " is not compatible with input of shape " +
-                     shape_str(t.sizes()) + " and strides " + shape_str(t.strides()) +
-                     " (at least one dimension spans two contiguous subspaces); use reshape() or .contiguous()");
-  }
+  SYNCGRAD_CHECK(view_strides(t, sizes, strides), ShapeError, "view: size ", shape_str(sizes),
+                 " is not compatible with input of shape ", shape_str(t.sizes()), " and strides ",
+                 shape_str(t.strides()),
+                 " (at least one dimension spans two contiguous subspaces); use reshape() or .contiguous()");
   return as_strided(t, sizes, strides, t.storage_offset());
 }
 
@@ -143,15 +138,14 @@ Tensor reshape(const Tensor& t, const Shape& shape) {
 
 Tensor permute(const Tensor& t, const Shape& dims) {
   int64_t nd = t.dim();
-  if (static_cast<int64_t>(dims.size()) != nd) {
-    throw ShapeError("permute: got " + std::to_string(dims.size()) + " dims " + shape_str(dims) + " for a " +
-                     std::to_string(nd) + "-d tensor of shape " + shape_str(t.sizes()) + "; give one entry per dim");
-  }
+  SYNCGRAD_CHECK(static_cast<int64_t>(dims.size()) == nd, ShapeError, "permute: got ", dims.size(), " dims ",
+                 shape_str(dims), " for a ", nd, "-d tensor of shape ", shape_str(t.sizes()),
+                 "; give one entry per dim");
   Shape sizes(nd), strides(nd);
   std::vector<bool> seen(nd, false);
   for (int64_t i = 0; i < nd; ++i) {
     int64_t d = wrap_dim(dims[i], nd, "permute");
-    if (seen[d]) throw ShapeError("permute: dim " + std::to_string(d) + " repeats in " + shape_str(dims));
+    SYNCGRAD_CHECK(!seen[d], ShapeError, "permute: dim ", d, " repeats in ", shape_str(dims));
     seen[d] = true;
     sizes[i] = t.sizes()[d];
     strides[i] = t.strides()[d];
@@ -171,9 +165,9 @@ Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1) {
 }
 
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
-  if (t.dim() == 0) throw IndexError("slice: cannot slice a 0-d tensor");
+  SYNCGRAD_CHECK(t.dim() != 0, IndexError, "slice: cannot slice a 0-d tensor");
   dim = wrap_dim(dim, t.dim(), "slice");
-  if (step <= 0) throw ValueError("slice: step must be positive, got " + std::to_string(step));
+  SYNCGRAD_CHECK(step > 0, ValueError, "slice: step must be positive, got ", step);
   int64_t size = t.sizes()[dim];
   if (start < 0) start += size;
   if (end < 0) end += size;
@@ -186,28 +180,24 @@ Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t s
 }
 
 Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
-  if (t.dim() == 0) throw IndexError("narrow: cannot narrow a 0-d tensor");
+  SYNCGRAD_CHECK(t.dim() != 0, IndexError, "narrow: cannot narrow a 0-d tensor");
   dim = wrap_dim(dim, t.dim(), "narrow");
   int64_t size = t.sizes()[dim];
   if (start < 0) start += size;
-  if (start < 0 || length < 0 || start + length > size) {
-    throw IndexError("narrow: start " + std::to_string(start) + " + length " + std::to_string(length) +
-                     " is out of range for dimension " + std::to_string(dim) + " of size " + std::to_string(size) +
-                     " (shape " + shape_str(t.sizes()) + ")");
-  }
+  SYNCGRAD_CHECK(start >= 0 && length >= 0 && start + length <= size, IndexError, "narrow: start ", start, " + length ",
+                 length, " is out of range for dimension ", dim, " of size ", size, " (shape ", shape_str(t.sizes()),
+                 ")");
   Shape sizes = t.sizes();
   sizes[dim] = length;
   return as_strided(t, sizes, t.strides(), t.storage_offset() + start * t.strides()[dim]);
 }
 
 Tensor select(const Tensor& t, int64_t dim, int64_t index) {
-  if (t.dim() == 0) throw IndexError("select: cannot select from a 0-d tensor");
+  SYNCGRAD_CHECK(t.dim() != 0, IndexError, "select: cannot select from a 0-d tensor");
   dim = wrap_dim(dim, t.dim(), "select");
   int64_t size = t.sizes()[dim];
-  if (index < -size || index >= size) {
-    throw IndexError("select: index " + std::to_string(index) + " is out of range for dimension " +
-                     std::to_string(dim) + " of size " + std::to_string(size) + " (shape " + shape_str(t.sizes()) + ")");
-  }
+  SYNCGRAD_CHECK(index >= -size && index < size, IndexError, "select: index ", index, " is out of range for dimension ",
+                 dim, " of size ", size, " (shape ", shape_str(t.sizes()), ")");
   if (index < 0) index += size;
   Shape sizes = t.sizes(), strides = t.strides();
   int64_t offset = t.storage_offset() + index * strides[dim];
@@ -219,10 +209,8 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
 Tensor expand(const Tensor& t, const Shape& shape) {
   int64_t nd = static_cast<int64_t>(shape.size());
   int64_t old_nd = t.dim();
-  if (nd < old_nd) {
-    throw ShapeError("expand: the target shape " + shape_str(shape) + " has fewer dims than the tensor's " +
-                     shape_str(t.sizes()));
-  }
+  SYNCGRAD_CHECK(nd >= old_nd, ShapeError, "expand: the target shape ", shape_str(shape),
+                 " has fewer dims than the tensor's ", shape_str(t.sizes()));
   Shape sizes(nd), strides(nd);
   for (int64_t i = nd - 1; i >= 0; --i) {
     int64_t j = i - (nd - old_nd);
@@ -241,9 +229,8 @@ Tensor expand(const Tensor& t, const Shape& shape) {
                          shape_str(t.sizes()) + ", target " + shape_str(shape));
       }
     } else {
-      if (shape[i] < 0) {
-        throw ShapeError("expand: -1 is not allowed for a new leading dimension (target " + shape_str(shape) + ")");
-      }
+      SYNCGRAD_CHECK(shape[i] >= 0, ShapeError, "expand: -1 is not allowed for a new leading dimension (target ",
+                     shape_str(shape), ")");
       sizes[i] = shape[i];
       strides[i] = 0;
     }
@@ -285,10 +272,7 @@ Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim) {
   if (t.dim() == 0) return reshape(t, {1});
   start_dim = wrap_dim(start_dim, t.dim(), "flatten");
   end_dim = wrap_dim(end_dim, t.dim(), "flatten");
-  if (start_dim > end_dim) {
-    throw ValueError("flatten: start_dim " + std::to_string(start_dim) + " comes after end_dim " +
-                     std::to_string(end_dim));
-  }
+  SYNCGRAD_CHECK(start_dim <= end_dim, ValueError, "flatten: start_dim ", start_dim, " comes after end_dim ", end_dim);
   Shape sizes(t.sizes().begin(), t.sizes().begin() + start_dim);
   int64_t merged = 1;
   for (int64_t i = start_dim; i <= end_dim; ++i) merged *= t.sizes()[i];

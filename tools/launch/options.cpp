@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "tensor/check.h"
 #include "tools/launch/errors.h"
 
 namespace syncgrad::launch {
@@ -74,44 +75,33 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
                                "start at least one process, e.g. --nproc-per-node 2");
   o.nnodes = check_int("--nnodes", flags.nnodes, 1, kMaxCount, "a job runs on at least one node, e.g. --nnodes 2");
   o.node_rank = check_int("--node-rank", flags.node_rank, 0, kMaxCount, "nodes are numbered 0 .. nnodes-1");
-  if (o.node_rank >= o.nnodes) {
-    throw UsageError("--node-rank " + flags.node_rank + " is not below --nnodes " + flags.nnodes +
-                     ": nodes are numbered 0 .. " + std::to_string(o.nnodes - 1) +
-                     "; give each node's launcher its own --node-rank");
-  }
-  if (static_cast<long long>(o.nproc_per_node) * o.nnodes > kMaxCount) {
-    throw UsageError("--nproc-per-node " + flags.nproc_per_node + " times --nnodes " + flags.nnodes +
-                     " is too many ranks; use fewer processes");
-  }
+  SYNCGRAD_CHECK(o.node_rank < o.nnodes, UsageError, "--node-rank ", flags.node_rank, " is not below --nnodes ",
+                 flags.nnodes, ": nodes are numbered 0 .. ", o.nnodes - 1,
+                 "; give each node's launcher its own --node-rank");
+  SYNCGRAD_CHECK(static_cast<long long>(o.nproc_per_node) * o.nnodes <= kMaxCount, UsageError, "--nproc-per-node ",
+                 flags.nproc_per_node, " times --nnodes ", flags.nnodes, " is too many ranks; use fewer processes");
   if (!flags.master_port.empty()) {
     o.master_port = static_cast<uint16_t>(
         check_int("--master-port", flags.master_port, 1, 65535, "pick a free port, e.g. --master-port 29500"));
   }
   if (!flags.master_addr.empty()) o.master_addr = flags.master_addr;
   if (o.nnodes > 1) {
-    if (flags.master_addr.empty()) {
-      throw UsageError("--nnodes " + flags.nnodes +
-                       " needs --master-addr: the address of node 0 (where the store is served), reachable from "
-                       "every node; pass the same --master-addr to every node's launcher");
-    }
-    if (flags.master_port.empty()) {
-      throw UsageError("--nnodes " + flags.nnodes +
-                       " needs --master-port: a free port on node 0 for the job's store, e.g. --master-port 29500; "
-                       "pass the same --master-port to every node's launcher");
-    }
+    SYNCGRAD_CHECK(!flags.master_addr.empty(), UsageError, "--nnodes ", flags.nnodes,
+                   " needs --master-addr: the address of node 0 (where the store is served), reachable from every "
+                   "node; pass the same --master-addr to every node's launcher");
+    SYNCGRAD_CHECK(!flags.master_port.empty(), UsageError, "--nnodes ", flags.nnodes,
+                   " needs --master-port: a free port on node 0 for the job's store, e.g. --master-port 29500; pass "
+                   "the same --master-port to every node's launcher");
   }
   char* end = nullptr;
   double grace = std::strtod(flags.grace_period.c_str(), &end);
-  if (flags.grace_period.empty() || *end != '\0' || !std::isfinite(grace) || grace < 0 || grace > 86400) {
-    throw UsageError("--grace-period " + flags.grace_period +
-                     ": expected seconds between 0 and 86400, e.g. --grace-period 5");
-  }
+  SYNCGRAD_CHECK(!flags.grace_period.empty() && *end == '\0' && std::isfinite(grace) && grace >= 0 && grace <= 86400,
+                 UsageError, "--grace-period ", flags.grace_period,
+                 ": expected seconds between 0 and 86400, e.g. --grace-period 5");
   o.grace_period = std::chrono::milliseconds(static_cast<long long>(std::llround(grace * 1000)));
-  if (flags.token && flags.token->empty()) {
-    throw UsageError(
-        "--token is empty; pass the same non-empty token to every node's launcher, e.g. "
-        "--token $(openssl rand -hex 16)");
-  }
+  SYNCGRAD_CHECK(
+      !flags.token || !flags.token->empty(), UsageError,
+      "--token is empty; pass the same non-empty token to every node's launcher, e.g. --token $(openssl rand -hex 16)");
   o.token = flags.token;
   if (!command.empty() && command.front() == "--") {
     command.erase(command.begin());
@@ -120,11 +110,9 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
                      "; syncgrad-launch's flags come before PROGRAM (see --help), and a PROGRAM whose name starts "
                      "with '-' goes after --");
   }
-  if (command.empty()) {
-    throw UsageError(
-        "missing PROGRAM: usage: syncgrad-launch [--nproc-per-node N] ... PROGRAM [ARGS...], e.g. "
-        "syncgrad-launch --nproc-per-node 2 ./train");
-  }
+  SYNCGRAD_CHECK(!command.empty(), UsageError,
+                 "missing PROGRAM: usage: syncgrad-launch [--nproc-per-node N] ... PROGRAM [ARGS...], e.g. "
+                 "syncgrad-launch --nproc-per-node 2 ./train");
   o.command = std::move(command);
   return o;
 }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tensor/check.h"
 #include "tools/launch/errors.h"
 
 namespace syncgrad::launch {
@@ -20,9 +21,8 @@ struct Pipe {
   int write_end = -1;
   Pipe() {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      throw LaunchError(std::string("cannot create a pipe for a rank's output: ") + std::strerror(errno));
-    }
+    SYNCGRAD_CHECK(pipe2(fds, O_CLOEXEC) == 0, LaunchError,
+                   "cannot create a pipe for a rank's output: ", std::strerror(errno));
     read_end = fds[0];
     write_end = fds[1];
   }
@@ -85,7 +85,7 @@ SpawnedProcess spawn_process(const std::vector<std::string>& command, const std:
   int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw LaunchError(exec_error(command.front(), rc));
+  SYNCGRAD_CHECK(rc == 0, LaunchError, exec_error(command.front(), rc));
   SpawnedProcess p;
   p.pid = pid;
   p.stdout_fd = out.release_read_end();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "tensor/check.h"
 #include "tools/launch/errors.h"
 
 namespace syncgrad::launch {
@@ -14,10 +15,9 @@ namespace syncgrad::launch {
 std::string random_token() {
   unsigned char bytes[16];
   std::ifstream urandom("/dev/urandom", std::ios::binary);
-  if (!urandom.read(reinterpret_cast<char*>(bytes), sizeof bytes)) {
-    throw LaunchError(std::string("cannot read 16 random bytes from /dev/urandom for the store token (") +
-                      std::strerror(errno) + "); pass a secret with --token instead");
-  }
+  SYNCGRAD_CHECK(urandom.read(reinterpret_cast<char*>(bytes), sizeof bytes), LaunchError,
+                 "cannot read 16 random bytes from /dev/urandom for the store token (", std::strerror(errno),
+                 "); pass a secret with --token instead");
   static constexpr char kHex[] = "0123456789abcdef";
   std::string token;
   for (unsigned char b : bytes) {
