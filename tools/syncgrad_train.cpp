@@ -3,23 +3,47 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "syncgrad.h"
 #include "tools/train/trainer.h"
 
-using syncgrad::train::TrainConfig;
+namespace train = syncgrad::train;
+using train::TrainConfig;
 
 namespace {
 
-void add_options(CLI::App& app, TrainConfig& c) {
+// An option whose value is one of an enum's names (train/train_choices.h): CLI11 checks the name, `parse` turns
+// it into the enum.
+template <typename Choice>
+CLI::Option* add_choice(CLI::App& app, const std::string& flag, Choice& field, Choice (*parse)(const std::string&),
+                        const std::vector<std::string>& names, const std::string& help) {
+  return app.add_option_function<std::string>(flag, [&field, parse](const std::string& text) { field = parse(text); },
+                                              help)
+      ->check(CLI::IsMember(names))
+      ->default_str(train::to_string(field));
+}
+
+// An option parsed into a structured choice; the parser's ValueError (naming the value) ends the program.
+template <typename Choice>
+CLI::Option* add_parsed(CLI::App& app, const std::string& flag, Choice& field, Choice (*parse)(const std::string&),
+                        const std::string& help) {
+  return app.add_option_function<std::string>(flag, [&field, parse](const std::string& text) { field = parse(text); },
+                                              help)
+      ->default_str(train::to_string(field));
+}
+
+// What to train on what, for how long, and how it learns.
+void add_model_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--model", c.model,
                  "model to train: mlp (784-256-256-10), cnn (2 conv + 2 linear), resnet18 / resnet20 (CIFAR "
                  "variants) or gpt (a small decoder-only transformer, see --model-config)")
-      ->check(CLI::IsMember(syncgrad::train::trainer_model_names()))
+      ->check(CLI::IsMember(train::trainer_model_names()))
       ->capture_default_str();
   app.add_option("--dataset", c.dataset,
                  "fashion-mnist (mlp, cnn), cifar10 (resnet*) or text (gpt); default: the model's")
-      ->check(CLI::IsMember(syncgrad::train::trainer_dataset_names()));
+      ->check(CLI::IsMember(train::trainer_dataset_names()));
   app.add_option("--data-dir", c.data_dir,
                  "where the data is. fashion-mnist: the IDX files (train-images-idx3-ubyte.gz, ...), default "
                  "/usr/share/datasets/fashion-mnist from Debian's dataset-fashion-mnist, or $SYNCGRAD_DATA_DIR; "
@@ -37,24 +61,24 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--lr", c.lr, "learning rate (the peak, with --lr-schedule cosine)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--lr-schedule", c.lr_schedule,
-                 "cosine: anneal the learning rate from --lr to 0 over --epochs (--max-steps stops early on the "
-                 "same curve); constant: --lr throughout")
-      ->check(CLI::IsMember({"constant", "cosine"}))
-      ->capture_default_str();
-  app.add_option("--optimizer", c.optimizer, "sgd (with --momentum), adam or adamw")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
-      ->capture_default_str();
+  add_choice(app, "--lr-schedule", c.lr_schedule, train::parse_lr_schedule, train::lr_schedule_names(),
+             "cosine: anneal the learning rate from --lr to 0 over --epochs (--max-steps stops early on the same "
+             "curve); constant: --lr throughout");
+  add_choice(app, "--optimizer", c.optimizer, train::parse_optimizer_kind, train::optimizer_kind_names(),
+             "sgd (with --momentum), adam or adamw");
   app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--weight-decay", c.weight_decay, "weight decay (L2 for sgd/adam, decoupled for adamw)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+}
+
+// Where and how fast: seed, threads, device, data workers; the files a run reads and writes.
+void add_run_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--seed", c.seed, "seed for initialisation, shuffling and random ops")->capture_default_str();
   app.add_option("--threads", c.threads, "intra-op CPU threads")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--device", c.device,
-                 "where to train: cpu, cuda (one GPU per process; under syncgrad-launch rank r of a node takes "
-                 "cuda:LOCAL_RANK) or cuda:N")
-      ->capture_default_str();
+  add_parsed(app, "--device", c.device, train::parse_device_choice,
+             "where to train: cpu, cuda (one GPU per process; under syncgrad-launch rank r of a node takes "
+             "cuda:LOCAL_RANK) or cuda:N");
   app.add_option("--workers", c.workers, "data-loading worker threads (0: assemble batches in the training thread)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -71,45 +95,57 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--log-every", c.log_every, "steps between progress lines and log rows")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  // Multi-process training: run under syncgrad-launch (WORLD_SIZE > 1), e.g.
-  //   syncgrad-launch --nproc-per-node 2 syncgrad-train --model cnn
-  app.add_option("--parallel", c.parallel,
-                 "auto (ddp under syncgrad-launch, else none), none, dp (DataParallel over --dp-workers threads in "
-                 "this process) or ddp (DistributedDataParallel, one process per rank)")
-      ->check(CLI::IsMember({"auto", "none", "dp", "ddp"}))
-      ->capture_default_str();
+}
+
+// Multi-process training: run under syncgrad-launch (WORLD_SIZE > 1), e.g.
+//   syncgrad-launch --nproc-per-node 2 syncgrad-train --model cnn
+// and mixed precision.
+void add_parallel_options(CLI::App& app, TrainConfig& c) {
+  add_choice(app, "--parallel", c.parallel, train::parse_parallelism, train::parallelism_names(),
+             "auto (ddp under syncgrad-launch, else none), none, dp (DataParallel over --dp-workers threads in this "
+             "process) or ddp (DistributedDataParallel, one process per rank)");
   app.add_option("--dp-workers", c.dp_workers, "replicas (threads) for --parallel dp")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--backend", c.backend,
-                 "process-group backend when WORLD_SIZE > 1: auto (nccl with --device cuda, else gloo), gloo (CPU "
-                 "tensors) or nccl (CUDA tensors)")
-      ->check(CLI::IsMember({"auto", "gloo", "nccl"}))
-      ->capture_default_str();
+  add_choice(app, "--backend", c.backend, train::parse_backend_choice, train::backend_choice_names(),
+             "process-group backend when WORLD_SIZE > 1: auto (nccl with --device cuda, else gloo), gloo (CPU "
+             "tensors) or nccl (CUDA tensors)");
   app.add_option("--accumulate", c.accumulate,
                  "micro-batches of --batch-size per optimizer step (gradients are reduced once per step)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--scale-lr", c.scale_lr, "none, or linear: lr x world size, warmed up over --warmup-steps")
-      ->check(CLI::IsMember({"none", "linear"}))
-      ->capture_default_str();
+  add_choice(app, "--scale-lr", c.scale_lr, train::parse_lr_scaling, train::lr_scaling_names(),
+             "none, or linear: lr x world size, warmed up over --warmup-steps");
   app.add_option("--warmup-steps", c.warmup_steps, "steps to reach the scaled lr with --scale-lr linear")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--bucket-cap-mb", c.bucket_cap_mb, "DDP gradient bucket size in MiB")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--comm-hook", c.comm_hook, "DDP gradient reduction: allreduce, fp16, bf16, powersgd or powersgd:R")
-      ->capture_default_str();
+  add_parsed(app, "--comm-hook", c.comm_hook, train::parse_comm_hook_choice,
+             "DDP gradient reduction: allreduce, fp16, bf16, powersgd or powersgd:R");
   app.add_flag("--find-unused-parameters", c.find_unused_parameters,
                "let DDP tolerate parameters that get no gradient in a step");
   app.add_flag("--sync-batch-norm", c.sync_batch_norm,
                "under DDP, BatchNorm layers use the batch statistics of all ranks (SyncBatchNorm)");
-  app.add_option("--amp", c.amp,
-                 "mixed precision: off, bf16 (forward under bfloat16 autocast) or fp16 (float16 autocast with "
-                 "dynamic loss scaling); parameters and optimizer state stay float32")
-      ->check(CLI::IsMember({"off", "fp16", "bf16"}))
-      ->capture_default_str();
+  add_choice(app, "--amp", c.amp, train::parse_amp_mode, train::amp_mode_names(),
+             "mixed precision: off, bf16 (forward under bfloat16 autocast) or fp16 (float16 autocast with dynamic "
+             "loss scaling); parameters and optimizer state stay float32");
+}
+
+// The job's result line, e.g. "done: 938 steps in 41.2 s, 1456 samples/s, test accuracy 86.31%, peak ...".
+void print_summary(const train::TrainSummary& s) {
+  const std::string memory = s.device.is_cpu() ? "peak tensor memory" : "peak " + s.device.str() + " memory";
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.0f samples/s", s.samples_per_second);
+  std::string rates = rate;
+  if (s.rate_unit != "samples") {
+    std::snprintf(rate, sizeof rate, " (%.0f %s/s)", s.samples_per_second * s.units_per_example, s.rate_unit.c_str());
+    rates += rate;
+  }
+  std::printf("done: %lld steps in %.1f s, %s, %s, %s %.1f MiB, peak RSS %.1f MiB\n", static_cast<long long>(s.steps),
+              s.wall_seconds, rates.c_str(), s.evaluation.text.c_str(), memory.c_str(),
+              s.peak_tensor_bytes / 1048576.0, s.peak_rss_kib / 1024.0);
 }
 
 }  // namespace
@@ -119,28 +155,16 @@ int main(int argc, char** argv) {
                "with mean 0.2860, std 0.3530), resnet18/resnet20 on CIFAR-10, gpt on text. With no arguments: the "
                "CNN for one epoch on Fashion-MNIST, then the test accuracy."};
   TrainConfig config;
-  add_options(app, config);
+  add_model_options(app, config);
+  add_run_options(app, config);
+  add_parallel_options(app, config);
   try {
-    app.parse(argc, argv);
+    app.parse(argc, argv);  // --device and --comm-hook values that do not parse throw syncgrad::ValueError
+    const train::TrainSummary s = train::run_training(config, std::cout);
+    if (s.rank == 0) print_summary(s);  // rank 0 reports for the job
+    return 0;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  }
-  try {
-    syncgrad::train::TrainSummary s = syncgrad::train::run_training(config, std::cout);
-    if (s.rank != 0) return 0;  // rank 0 reports for the job
-    const std::string memory = s.device.is_cpu() ? "peak tensor memory" : "peak " + s.device.str() + " memory";
-    char rate[64];
-    std::snprintf(rate, sizeof rate, "%.0f samples/s", s.samples_per_second);
-    std::string rates = rate;
-    if (s.rate_unit != "samples") {
-      std::snprintf(rate, sizeof rate, " (%.0f %s/s)", s.samples_per_second * s.units_per_example,
-                    s.rate_unit.c_str());
-      rates += rate;
-    }
-    std::printf("done: %lld steps in %.1f s, %s, %s, %s %.1f MiB, peak RSS %.1f MiB\n",
-                static_cast<long long>(s.steps), s.wall_seconds, rates.c_str(), s.evaluation.text.c_str(),
-                memory.c_str(), s.peak_tensor_bytes / 1048576.0, s.peak_rss_kib / 1024.0);
-    return 0;
   } catch (const syncgrad::Error& e) {
     std::fprintf(stderr, "syncgrad-train: error: %s\n", e.what());
     return 1;

@@ -32,7 +32,7 @@ std::map<std::string, double> accuracy_by_mode(const std::string& model) {
   for (const std::string amp : {"off", "bf16", "fp16"}) {
     TrainConfig c;
     c.model = model;
-    c.amp = amp;
+    c.amp = train::parse_amp_mode(amp);
     accuracy[amp] = 100 * run(c).evaluation.value;
     MESSAGE(model << " --amp " << amp << ": " << accuracy[amp] << "%");
   }
@@ -68,7 +68,7 @@ TEST_CASE("--amp fp16: scale and skipped steps in the progress line and the log;
   const std::string dir = temp_dir("fp16");
   TrainConfig c;
   c.model = "mlp";
-  c.amp = "fp16";
+  c.amp = train::AmpMode::kFp16;
   c.log_every = 10;
   c.max_steps = 20;
   c.checkpoint_dir = dir + "/a";
@@ -106,16 +106,15 @@ TEST_CASE("--amp bf16 logs no loss scale; unknown modes and --parallel dp are re
   REQUIRE_DATA();
   TrainConfig c;
   c.model = "mlp";
-  c.amp = "bf16";
+  c.amp = train::AmpMode::kBf16;
   c.max_steps = 5;
   c.log_every = 5;
   std::string output;
   run(c, &output);
   CHECK(output.find("amp bf16") != std::string::npos);
   CHECK(output.find("scale") == std::string::npos);
-  c.amp = "fp8";
-  CHECK_THROWS_WITH_AS(run(c), doctest::Contains("--amp: unknown mode \"fp8\""), ValueError);
-  c.amp = "fp16";
-  c.parallel = "dp";
+  CHECK_THROWS_WITH_AS(train::parse_amp_mode("fp8"), doctest::Contains("--amp: unknown mode \"fp8\""), ValueError);
+  c.amp = train::AmpMode::kFp16;
+  c.parallel = train::Parallelism::kDataParallel;
   CHECK_THROWS_WITH_AS(run(c), doctest::Contains("--parallel dp"), ValueError);
 }

@@ -48,9 +48,9 @@ TrainConfig tiny_run(const std::string& text_file) {
   c.data_dir = text_file;
   c.model_config = kTinyGpt;
   c.batch_size = 8;
-  c.optimizer = "adamw";
+  c.optimizer = syncgrad::train::OptimizerKind::kAdamW;
   c.lr = 1e-2;
-  c.lr_schedule = "constant";
+  c.lr_schedule = syncgrad::train::LrSchedule::kConstant;
   c.workers = 0;
   c.max_steps = 30;
   c.log_every = 10;

@@ -82,7 +82,7 @@ TEST_CASE("the cosine schedule anneals lr over --epochs; --max-steps stops early
   REQUIRE(lrs.size() == 2);
   CHECK(lrs[0] == doctest::Approx(expected(469)).epsilon(1e-6));
   CHECK(lrs[1] == doctest::Approx(expected(938)).epsilon(1e-6));
-  c.lr_schedule = "constant";
+  c.lr_schedule = train::LrSchedule::kConstant;
   lrs = logged_lr(c, "constant");
   REQUIRE(lrs.size() == 2);
   CHECK(lrs[0] == 0.05);
@@ -95,7 +95,7 @@ TEST_CASE("resume continues exactly: N steps + save + resume + N steps equals 2N
     CAPTURE(optimizer);
     TrainConfig c;
     c.model = "mlp";
-    c.optimizer = optimizer;
+    c.optimizer = train::parse_optimizer_kind(optimizer);
     c.lr = optimizer == "sgd" ? 0.05 : 1e-3;
     c.epochs = 2;
     // 950 steps crosses the epoch boundary (938 batches per epoch) after the resume point.

@@ -71,9 +71,9 @@ class TextTask : public Task {
     train_ = std::make_shared<NextTokenWindows>(raw::narrow(tokens, 0, 0, train_tokens), block);
     validation_ = raw::narrow(tokens, 0, train_tokens, n - train_tokens);
     const int world = distributed::read_launch_env(false).world_size;
-    cores_ = c.threads * (c.parallel == "dp" ? c.dp_workers : world);
+    cores_ = c.threads * (c.parallel == Parallelism::kDataParallel ? c.dp_workers : world);
     // MFU is measured against the CPU's FMA peak; a GPU's peak is not measured here, so CUDA runs show none.
-    peak_per_core_ = c.device == "cpu" ? fma_peak_flops_per_core() : 0;
+    peak_per_core_ = c.device.is_cpu() ? fma_peak_flops_per_core() : 0;
     Generator probe_gen(0);  // counting only: leaves the process generator alone
     models::GPT probe(model_config_, &probe_gen);
     flops_per_token_ = probe.flops_per_token();

@@ -1,4 +1,4 @@
-// TrainConfig <-> JSON.
+// TrainConfig <-> JSON; the choices by the names of train_choices.h.
 #include "tools/train/train_config.h"
 
 #include <nlohmann/json.hpp>
@@ -6,17 +6,35 @@
 namespace syncgrad::train {
 
 std::string TrainConfig::to_json() const {
-  nlohmann::json j = {{"model", model},       {"data_dir", data_dir},   {"epochs", epochs},
-                      {"batch_size", batch_size}, {"lr", lr},           {"optimizer", optimizer},
-                      {"momentum", momentum}, {"weight_decay", weight_decay}, {"seed", seed},
-                      {"threads", threads},   {"workers", workers},     {"shuffle", shuffle},
-                      {"max_steps", max_steps}, {"parallel", parallel},
-                      {"dp_workers", dp_workers}, {"backend", backend}, {"accumulate", accumulate},
-                      {"scale_lr", scale_lr}, {"warmup_steps", warmup_steps}, {"bucket_cap_mb", bucket_cap_mb},
-                      {"comm_hook", comm_hook}, {"find_unused_parameters", find_unused_parameters},
-                      {"dataset", dataset}, {"sync_batch_norm", sync_batch_norm}, {"model_config", model_config},
-                      {"eval_every", eval_every}, {"amp", amp},
-                      {"lr_schedule", lr_schedule}, {"device", device}};
+  nlohmann::json j = {{"model", model},
+                      {"data_dir", data_dir},
+                      {"epochs", epochs},
+                      {"batch_size", batch_size},
+                      {"lr", lr},
+                      {"optimizer", to_string(optimizer)},
+                      {"momentum", momentum},
+                      {"weight_decay", weight_decay},
+                      {"seed", seed},
+                      {"threads", threads},
+                      {"workers", workers},
+                      {"shuffle", shuffle},
+                      {"max_steps", max_steps},
+                      {"parallel", to_string(parallel)},
+                      {"dp_workers", dp_workers},
+                      {"backend", to_string(backend)},
+                      {"accumulate", accumulate},
+                      {"scale_lr", to_string(scale_lr)},
+                      {"warmup_steps", warmup_steps},
+                      {"bucket_cap_mb", bucket_cap_mb},
+                      {"comm_hook", to_string(comm_hook)},
+                      {"find_unused_parameters", find_unused_parameters},
+                      {"dataset", dataset},
+                      {"sync_batch_norm", sync_batch_norm},
+                      {"model_config", model_config},
+                      {"eval_every", eval_every},
+                      {"amp", to_string(amp)},
+                      {"lr_schedule", to_string(lr_schedule)},
+                      {"device", to_string(device)}};
   return j.dump();
 }
 
@@ -28,7 +46,7 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.epochs = j.at("epochs").get<int>();
   c.batch_size = j.at("batch_size").get<int64_t>();
   c.lr = j.at("lr").get<double>();
-  c.optimizer = j.at("optimizer").get<std::string>();
+  c.optimizer = parse_optimizer_kind(j.at("optimizer").get<std::string>());
   c.momentum = j.at("momentum").get<double>();
   c.weight_decay = j.at("weight_decay").get<double>();
   c.seed = j.at("seed").get<uint64_t>();
@@ -37,22 +55,22 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.shuffle = j.at("shuffle").get<bool>();
   c.max_steps = j.at("max_steps").get<int64_t>();
   // Absent in checkpoints written before multi-process training existed.
-  c.parallel = j.value("parallel", c.parallel);
+  c.parallel = parse_parallelism(j.value("parallel", to_string(c.parallel)));
   c.dp_workers = j.value("dp_workers", c.dp_workers);
-  c.backend = j.value("backend", c.backend);
+  c.backend = parse_backend_choice(j.value("backend", to_string(c.backend)));
   c.accumulate = j.value("accumulate", c.accumulate);
-  c.scale_lr = j.value("scale_lr", c.scale_lr);
+  c.scale_lr = parse_lr_scaling(j.value("scale_lr", to_string(c.scale_lr)));
   c.warmup_steps = j.value("warmup_steps", c.warmup_steps);
   c.bucket_cap_mb = j.value("bucket_cap_mb", c.bucket_cap_mb);
-  c.comm_hook = j.value("comm_hook", c.comm_hook);
+  c.comm_hook = parse_comm_hook_choice(j.value("comm_hook", to_string(c.comm_hook)));
   c.find_unused_parameters = j.value("find_unused_parameters", c.find_unused_parameters);
   c.dataset = j.value("dataset", c.dataset);
   c.sync_batch_norm = j.value("sync_batch_norm", c.sync_batch_norm);
   c.model_config = j.value("model_config", c.model_config);
   c.eval_every = j.value("eval_every", c.eval_every);
-  c.amp = j.value("amp", c.amp);
-  c.lr_schedule = j.value("lr_schedule", c.lr_schedule);
-  c.device = j.value("device", c.device);
+  c.amp = parse_amp_mode(j.value("amp", to_string(c.amp)));
+  c.lr_schedule = parse_lr_schedule(j.value("lr_schedule", to_string(c.lr_schedule)));
+  c.device = parse_device_choice(j.value("device", to_string(c.device)));
   return c;
 }
 

@@ -1,9 +1,12 @@
 // The trainer's configuration: every command-line option of syncgrad-train, with PyTorch-tutorial defaults.
-// It round-trips through JSON so a checkpoint records the run that wrote it.
+// It round-trips through JSON so a checkpoint records the run that wrote it; the choices (train_choices.h) are
+// written by name ("off", "bf16", ...).
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "tools/train/train_choices.h"
 
 namespace syncgrad::train {
 
@@ -14,13 +17,13 @@ struct TrainConfig {
   int epochs = 1;
   int64_t batch_size = 64;
   double lr = 0.05;
-  std::string lr_schedule = "cosine";  // cosine (annealed from lr to 0 over --epochs) | constant
-  std::string optimizer = "sgd";  // sgd | adam | adamw
+  LrSchedule lr_schedule = LrSchedule::kCosine;  // cosine (annealed from lr to 0 over --epochs) | constant
+  OptimizerKind optimizer = OptimizerKind::kSgd;
   double momentum = 0.9;
   double weight_decay = 0.0;
   uint64_t seed = 0;
   int threads = 1;
-  std::string device = "cpu";  // cpu | cuda (under syncgrad-launch: cuda:LOCAL_RANK) | cuda:N
+  DeviceChoice device;    // cpu | cuda (under syncgrad-launch: cuda:LOCAL_RANK) | cuda:N
   int workers = 2;        // DataLoader worker threads (0: batches are assembled in the training thread)
   std::string checkpoint_dir;
   std::string resume;     // a checkpoint directory or checkpoint file to continue from
@@ -31,20 +34,20 @@ struct TrainConfig {
   int64_t log_every = 100;
   // auto: ddp when WORLD_SIZE > 1 (under syncgrad-launch), else none; dp: DataParallel over dp_workers threads
   // in this process (--batch-size is then split between them); ddp: DistributedDataParallel + DistributedSampler.
-  std::string parallel = "auto";
+  Parallelism parallel = Parallelism::kAuto;
   int dp_workers = 2;
-  std::string backend = "auto";         // auto (the device's) | gloo (CPU tensors) | nccl (CUDA tensors)
+  BackendChoice backend = BackendChoice::kAuto;  // auto (the device's) | gloo (CPU tensors) | nccl (CUDA tensors)
   int accumulate = 1;                   // micro-batches per optimizer step; DDP reduces once per step (no_sync)
-  std::string scale_lr = "none";        // none | linear: lr x world size, reached linearly over warmup_steps
+  LrScaling scale_lr = LrScaling::kNone;  // none | linear: lr x world size, reached linearly over warmup_steps
   int64_t warmup_steps = 100;           // with --scale-lr linear
   double bucket_cap_mb = 25;
-  std::string comm_hook = "allreduce";  // allreduce | fp16 | bf16 | powersgd | powersgd:R
+  CommHookChoice comm_hook;             // allreduce | fp16 | bf16 | powersgd | powersgd:R
   bool find_unused_parameters = false;
   bool sync_batch_norm = false;  // under DDP: BatchNorm layers reduce their batch statistics across ranks
   // Model sizes as comma-separated key=value pairs, e.g. "n_layer=4,n_embd=128" (gpt); empty: the defaults.
   std::string model_config;
   int64_t eval_every = 0;     // steps between held-out evaluations in the progress line (0: only at the end)
-  std::string amp = "off";    // off | fp16 | bf16: autocast the forward pass, with a GradScaler for fp16
+  AmpMode amp = AmpMode::kOff;  // off | fp16 | bf16: autocast the forward pass, with a GradScaler for fp16
 
   std::string to_json() const;
   static TrainConfig from_json(const std::string& text);

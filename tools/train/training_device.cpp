@@ -8,27 +8,22 @@
 namespace syncgrad::train {
 
 Device resolve_training_device(const TrainConfig& c) {
-  Device device;
-  try {
-    device = Device::parse(c.device);
-  } catch (const ValueError& e) {
-    throw ValueError("--device: " + std::string(e.what()) + "; use cpu, cuda (one GPU per rank) or cuda:N");
-  }
-  if (device.is_cpu()) return device;
+  if (c.device.is_cpu()) return Device(DeviceType::kCPU, 0);
+  const std::string named = to_string(c.device);
   const distributed::LaunchEnv env = distributed::read_launch_env(false);
-  const bool explicit_index = c.device.find(':') != std::string::npos;
+  const bool explicit_index = c.device.index.has_value();
   if (explicit_index && env.local_world_size > 1) {
-    throw ValueError("--device " + c.device + " would put all " + std::to_string(env.local_world_size) +
+    throw ValueError("--device " + named + " would put all " + std::to_string(env.local_world_size) +
                      " ranks of this node on one GPU; use --device cuda, and each rank takes cuda:LOCAL_RANK");
   }
-  if (!explicit_index) device.index = env.local_rank;
+  const Device device(DeviceType::kCUDA, c.device.index.value_or(env.local_rank));
   const int count = cuda_device_count();
   if (count == 0) {
-    throw DeviceError("--device " + c.device + ": no usable CUDA device (" +
+    throw DeviceError("--device " + named + ": no usable CUDA device (" +
                       backend_unavailable_reason(DeviceType::kCUDA) + "); train on the CPU with --device cpu");
   }
   if (device.index >= count) {
-    throw DeviceError("--device " + c.device + ": this rank needs " + device.str() + " but " +
+    throw DeviceError("--device " + named + ": this rank needs " + device.str() + " but " +
                       std::to_string(count) + " CUDA device(s) are visible" +
                       (explicit_index ? std::string() : " (LOCAL_RANK " + std::to_string(env.local_rank) + ")") +
                       "; start at most " + std::to_string(count) + " ranks per node, or check CUDA_VISIBLE_DEVICES");
@@ -50,19 +45,16 @@ std::vector<Device> data_parallel_devices(Device first, int replicas) {
 }
 
 std::string resolve_backend(const TrainConfig& c, Device device) {
-  if (c.backend == "auto") return device.is_cuda() ? "nccl" : "gloo";
-  if (c.backend == "gloo" && device.is_cuda()) {
-    throw ValueError("--backend gloo reduces CPU tensors, but --device " + c.device + " puts the gradients on " +
-                     device.str() + "; use --backend nccl (the default with a CUDA device)");
+  if (c.backend == BackendChoice::kAuto) return device.is_cuda() ? "nccl" : "gloo";
+  if (c.backend == BackendChoice::kGloo && device.is_cuda()) {
+    throw ValueError("--backend gloo reduces CPU tensors, but --device " + to_string(c.device) +
+                     " puts the gradients on " + device.str() + "; use --backend nccl (the default with a CUDA device)");
   }
-  if (c.backend == "nccl" && device.is_cpu()) {
+  if (c.backend == BackendChoice::kNccl && device.is_cpu()) {
     throw ValueError("--backend nccl reduces CUDA tensors, but this run trains on the CPU; add --device cuda, or "
                      "use --backend gloo (the default on the CPU)");
   }
-  if (c.backend != "gloo" && c.backend != "nccl") {
-    throw ValueError("--backend: unknown backend \"" + c.backend + "\"; choose auto, gloo or nccl");
-  }
-  return c.backend;
+  return to_string(c.backend);
 }
 
 }  // namespace syncgrad::train

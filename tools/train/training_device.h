@@ -11,8 +11,8 @@
 
 namespace syncgrad::train {
 
-// --device resolved for this process: "cpu", "cuda" (cuda:LOCAL_RANK) or "cuda:N". ValueError for a name that
-// is not a device or for cuda:N when several ranks would share it; DeviceError naming the reason when CUDA is
+// --device resolved for this process: "cpu", "cuda" (cuda:LOCAL_RANK) or "cuda:N". ValueError for cuda:N when
+// several ranks would share it; DeviceError naming the reason when CUDA is
 // not usable here or the index is beyond the devices present.
 Device resolve_training_device(const TrainConfig& config);
 
@@ -20,8 +20,8 @@ Device resolve_training_device(const TrainConfig& config);
 // not that many.
 std::vector<Device> data_parallel_devices(Device first, int replicas);
 
-// --backend resolved for `device`: "auto" picks nccl for CUDA and gloo for the CPU; ValueError when the named
-// backend cannot carry tensors on that device.
+// --backend resolved for `device`, by name: auto picks "nccl" for CUDA and "gloo" for the CPU; ValueError when
+// the named backend cannot carry tensors on that device.
 std::string resolve_backend(const TrainConfig& config, Device device);
 
 }  // namespace syncgrad::train

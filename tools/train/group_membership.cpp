@@ -1,0 +1,36 @@
+// Joining and leaving the job's process group (see group_membership.h).
+#include "tools/train/group_membership.h"
+
+#include "distributed/init.h"
+#include "distributed/launch_env.h"
+#include "tensor/errors.h"
+
+namespace syncgrad::train {
+
+GroupMembership::GroupMembership(const TrainConfig& c, const std::string& backend, Device device) {
+  const bool launched = distributed::read_launch_env(false).world_size > 1;
+  if (c.parallel == Parallelism::kDataParallel && launched) {
+    throw ValueError("--parallel dp runs in one process, but WORLD_SIZE > 1 says this is one of several; run it "
+                     "without syncgrad-launch, or use --parallel ddp");
+  }
+  if (c.parallel == Parallelism::kNone && launched) {
+    throw ValueError("--parallel none with WORLD_SIZE > 1 would train independent copies; use --parallel ddp "
+                     "(or auto)");
+  }
+  const bool joins = c.parallel == Parallelism::kDistributed || (c.parallel == Parallelism::kAuto && launched);
+  if (!joins) return;
+  distributed::InitOptions options;
+  options.backend = backend;
+  if (device.is_cuda()) options.group.device_index = device.index;
+  group_ = distributed::init_process_group(options);
+}
+
+GroupMembership::~GroupMembership() {
+  if (group_) distributed::destroy_process_group();
+}
+
+void GroupMembership::barrier() const {
+  if (group_) group_->barrier()->wait();
+}
+
+}  // namespace syncgrad::train

@@ -1,0 +1,17 @@
+// A run's checkpoints (the files: checkpoint.h): --resume restores the model, the optimizer, the position and
+// the default generator before the run's loader is built; at the end of every epoch (or at --max-steps) the
+// position is brought up to date and, with --checkpoint-dir, rank 0 saves while the other ranks wait.
+#pragma once
+
+#include "tools/train/training_run.h"
+
+namespace syncgrad::train {
+
+// Loads --resume into the run's model and optimizer; sets its position and the default generator's state.
+void resume_from_checkpoint(TrainingRun& run);
+
+// Records where the loader, the default generator and the GradScaler are, checks the losses (weights trained on
+// a non-finite loss are never saved) and saves to --checkpoint-dir when given.
+void end_epoch(TrainingRun& run);
+
+}  // namespace syncgrad::train

@@ -1,0 +1,162 @@
+// Setting up a syncgrad-train run (see training_run.h).
+#include "tools/train/training_run.h"
+
+#include "distributed/comm_hook.h"
+#include "distributed/sync_batch_norm.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
+#include "syncgrad.h"
+#include "tools/train/training_checkpoint.h"
+#include "tools/train/training_device.h"
+
+namespace syncgrad::train {
+namespace {
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<Tensor> params) {
+  switch (c.optimizer) {
+    case OptimizerKind::kSgd:
+      return std::make_unique<optim::SGD>(
+          params, optim::SGDOptions{.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay});
+    case OptimizerKind::kAdam:
+      return std::make_unique<optim::Adam>(params, optim::AdamOptions{.lr = c.lr, .weight_decay = c.weight_decay});
+    case OptimizerKind::kAdamW:
+      return std::make_unique<optim::AdamW>(params,
+                                            optim::AdamWOptions{.lr = c.lr, .weight_decay = c.weight_decay});
+  }
+  throw ValueError("--optimizer: no optimizer for \"" + to_string(c.optimizer) + "\"");
+}
+
+std::shared_ptr<distributed::CommHook> make_comm_hook(const CommHookChoice& hook) {
+  switch (hook.kind) {
+    case CommHookChoice::Kind::kAllreduce:
+      return distributed::allreduce_hook();
+    case CommHookChoice::Kind::kFp16:
+      return distributed::fp16_compress_hook();
+    case CommHookChoice::Kind::kBf16:
+      return distributed::bf16_compress_hook();
+    case CommHookChoice::Kind::kPowerSGD: {
+      distributed::PowerSGDOptions options;
+      options.matrix_approximation_rank = hook.powersgd_rank.value_or(1);
+      return distributed::powersgd_hook(options);
+    }
+  }
+  throw ValueError("--comm-hook: no hook for \"" + to_string(hook) + "\"");
+}
+
+// The combinations of options that cannot work, refused before any data is read.
+void check_combinations(const TrainConfig& c, bool several_processes) {
+  // --amp: forward and loss under autocast (parameters and optimizer state stay float32); fp16 also scales the
+  // loss against gradient underflow and skips steps whose gradients overflow (GradScaler; under DDP the
+  // gradients are averaged first, so every rank skips the same steps); bf16 has float32's range, no scaling.
+  if (c.amp != AmpMode::kOff && c.parallel == Parallelism::kDataParallel) {
+    throw ValueError("--amp " + to_string(c.amp) + " with --parallel dp: DataParallel's replica threads do not "
+                     "inherit the autocast scope; use --parallel ddp (or none)");
+  }
+  if (c.sync_batch_norm && !several_processes) {
+    throw ValueError("--sync-batch-norm needs several processes (run under syncgrad-launch with --parallel ddp)");
+  }
+}
+
+}  // namespace
+
+TrainingRun::TrainingRun(const TrainConfig& c, std::ostream& console)
+    : config(c),
+      device(resolve_training_device(c)),
+      backend(resolve_backend(c, device)),
+      job(c, backend, device),
+      rank(job.rank()),
+      world(job.world_size()),
+      out(rank == 0 ? console : silent),
+      losses(device, rank, c.lr),
+      scaler({.enabled = c.amp == AmpMode::kFp16}) {
+  check_combinations(c, job.group() != nullptr);
+  if (!c.checkpoint_dir.empty() && rank == 0) ensure_writable_directory(c.checkpoint_dir);
+  task = make_task(c);
+  build_model();
+  if (!c.resume.empty()) resume_from_checkpoint(*this);
+  if (!c.log_file.empty() && rank == 0) log.emplace(c.log_file);
+  if (scaler.is_enabled() && !position.grad_scaler.empty()) scaler.load_state_dict(position.grad_scaler);
+  wrap_model();
+  build_loader();
+  print_plan();
+}
+
+// The model's initial weights come from --seed (or --init-from); the default generator (dropout, shuffling
+// seeds) is seeded after.
+void TrainingRun::build_model() {
+  Generator init_gen(config.seed);
+  model = task->make_model(&init_gen);
+  if (!config.init_from.empty()) load_weights(config.init_from, *model);
+  model->to(device);
+  optimizer = make_optimizer(config, model->parameters());
+  manual_seed(config.seed);
+  autocast_device = model->parameters().empty() ? DeviceType::kCPU : model->parameters()[0].device().type;
+}
+
+// With several processes the model is wrapped (rank 0's weights are copied to all) and gradients are averaged
+// in backward; with --parallel dp it is replicated over threads (or GPUs) of this process.
+void TrainingRun::wrap_model() {
+  const TrainConfig& c = config;
+  if (job.group()) {
+    if (c.sync_batch_norm) distributed::convert_sync_batchnorm(*model, job.group());
+    distributed::DDPOptions options;
+    options.bucket_cap_mb = c.bucket_cap_mb;
+    options.find_unused_parameters = c.find_unused_parameters;
+    options.comm_hook = make_comm_hook(c.comm_hook);
+    ddp = std::make_shared<distributed::DistributedDataParallel>(model, job.group(), options);
+  }
+  if (c.parallel == Parallelism::kDataParallel) {
+    distributed::DataParallelOptions options;
+    options.num_workers = c.dp_workers;
+    if (device.is_cuda()) options.devices = data_parallel_devices(device, c.dp_workers);
+    std::shared_ptr<const Task> replica_task = task;
+    dp = std::make_shared<distributed::DataParallel>(
+        model, [replica_task] { return replica_task->make_model(nullptr); }, options);
+  }
+  trained = ddp ? static_cast<nn::Module*>(ddp.get()) : dp ? static_cast<nn::Module*>(dp.get()) : model.get();
+}
+
+// Batches come from a DataLoader: RandomSampler(n, seed) at each epoch (or file order), or this rank's shard of
+// a DistributedSampler(n, world, rank, shuffle, seed) whose epoch is set before each epoch. The loader's state
+// is the checkpoint's (epoch, batch_in_epoch).
+void TrainingRun::build_loader() {
+  const TrainConfig& c = config;
+  std::shared_ptr<const data::Dataset> train_data = task->train_data();
+  // For a CUDA device batches are collated into pinned memory and copied while the previous step still runs.
+  data::DataLoaderOptions options{
+      .batch_size = c.batch_size, .num_workers = c.workers, .pin_memory = device.is_cuda(), .seed = c.seed};
+  if (job.group()) {
+    shard = std::make_shared<data::DistributedSampler>(train_data->size(), world, rank, c.shuffle, c.seed);
+    options.sampler = shard;
+  } else {
+    options.shuffle = c.shuffle;
+  }
+  loader = std::make_unique<data::DataLoader>(train_data, options);
+  loader->load_state({position.epoch, position.batch_in_epoch});
+  batches_per_epoch = loader->num_batches();
+  steps_per_epoch = (batches_per_epoch + c.accumulate - 1) / c.accumulate;
+  planned_steps = c.max_steps > 0 ? std::min<int64_t>(c.max_steps, steps_per_epoch * c.epochs)
+                                  : steps_per_epoch * c.epochs;
+}
+
+// E.g. "training mlp on 60000 images (...), 1 epoch(s), batch 64, sgd lr 0.05, 1 thread(s), 2 data worker(s)".
+void TrainingRun::print_plan() const {
+  const TrainConfig& c = config;
+  out << "training " << c.model << " on " << task->description() << ", " << c.epochs << " epoch(s), batch "
+      << c.batch_size << (c.accumulate > 1 ? " x " + std::to_string(c.accumulate) + " accumulated" : "") << ", "
+      << to_string(c.optimizer) << " lr " << c.lr << ", "
+      << (device.is_cpu() ? std::to_string(c.threads) + " thread(s)" : device.str()) << ", " << c.workers
+      << " data worker(s)";
+  if (ddp) {
+    out << ", " << world << " processes (DDP over " << backend << ", buckets " << c.bucket_cap_mb << " MiB, "
+        << to_string(c.comm_hook)
+        << (c.scale_lr == LrScaling::kLinear ? ", lr x " + std::to_string(world) + " after warm-up" : "") << ")";
+  }
+  if (dp) {
+    out << ", DataParallel over " << c.dp_workers
+        << (device.is_cuda() ? " GPUs from " + device.str() : std::string(" worker threads"));
+  }
+  out << "\n";
+}
+
+}  // namespace syncgrad::train

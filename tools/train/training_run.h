@@ -1,0 +1,68 @@
+// One syncgrad-train run, set up: what the loop (trainer.cpp) trains with. Built from the TrainConfig in the
+// order the run depends on: the device and the process group (group_membership.h), the option combinations
+// that cannot work, the task (tools/train/task.h) and its model initialised from --seed (or --init-from) on the
+// device, the optimizer, the resumed position (training_checkpoint.h), the metrics log, the GradScaler, the
+// DDP or DataParallel wrapper and the DataLoader at the resumed position; then rank 0 prints what it will train.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "data/loader.h"
+#include "data/sampler.h"
+#include "distributed/data_parallel.h"
+#include "distributed/ddp.h"
+#include "nn/module.h"
+#include "optim/grad_scaler.h"
+#include "optim/optimizer.h"
+#include "tensor/device.h"
+#include "tools/train/checkpoint.h"
+#include "tools/train/group_membership.h"
+#include "tools/train/loss_watch.h"
+#include "tools/train/metrics_log.h"
+#include "tools/train/task.h"
+#include "tools/train/train_config.h"
+
+namespace syncgrad::train {
+
+struct TrainingRun {
+  TrainingRun(const TrainConfig& config, std::ostream& console);
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  const TrainConfig& config;
+  const Device device;
+  const std::string backend;  // the process group's, when there is one: "gloo" or "nccl"
+  GroupMembership job;
+  const int rank;
+  const int world;
+  std::ostream silent{nullptr};
+  std::ostream& out;  // the console on rank 0; nothing on the other ranks
+  std::shared_ptr<const Task> task;
+  std::shared_ptr<nn::Module> model;  // unwrapped: what is saved and evaluated
+  std::unique_ptr<optim::Optimizer> optimizer;
+  TrainingPosition position;           // where the next batch comes from, and the steps taken
+  std::optional<MetricsLog> log;       // rank 0, with --log-file
+  LossWatch losses;
+  optim::GradScaler scaler;            // enabled with --amp fp16
+  DeviceType autocast_device = DeviceType::kCPU;  // where the parameters are
+  std::shared_ptr<distributed::DistributedDataParallel> ddp;  // several processes
+  std::shared_ptr<distributed::DataParallel> dp;              // --parallel dp
+  nn::Module* trained = nullptr;  // what forward runs through: ddp, dp or the model
+  std::shared_ptr<data::DistributedSampler> shard;  // this rank's part of the data, with several processes
+  std::unique_ptr<data::DataLoader> loader;
+  int64_t batches_per_epoch = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t planned_steps = 0;  // of this run: --epochs, or fewer with --max-steps
+
+ private:
+  void build_model();
+  void wrap_model();
+  void build_loader();
+  void print_plan() const;
+};
+
+}  // namespace syncgrad::train
