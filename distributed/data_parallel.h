@@ -19,7 +19,7 @@ struct DataParallelOptions {
   // One replica per device (PyTorch's device_ids), replacing num_workers; the module must already be on
   // devices[0], where the output is gathered and the gradients summed. Empty: every replica on the module's
   // device (CPU worker threads).
-  std::vector<Device> devices;
+  std::vector<Device> devices{};  // {}: a designated initialiser may leave it out without a warning
   // Count what replica i allocates (its parameters, activations and gradients) under memory tag i + 1
   // (tensor/memory_tag.h), so memory_tag_stats(i + 1) is worker i's share; replica 0 shares the caller's thread.
   bool memory_tags = false;

@@ -170,7 +170,11 @@ void check_layout(const Reader& reader, const std::vector<Entry>& entries, uint6
   uint64_t covered = 0;
   const Entry* previous = nullptr;
   for (const Entry& entry : entries) {
-    std::string offsets = "[" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) + "]";
+    std::string offsets = "[";  // appended piece by piece: g++ 12 warns falsely (-Wrestrict) on "[" + string
+    offsets += std::to_string(entry.begin);
+    offsets += ", ";
+    offsets += std::to_string(entry.end);
+    offsets += "]";
     if (entry.end > data_bytes) {
       reader.invalid("tensor '" + entry.name + "': data_offsets " + offsets + " are out of range: the data section " +
                      "has " + std::to_string(data_bytes) + " bytes (truncated?)");

@@ -21,7 +21,15 @@ constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Con
     "conv2d_backward");
 }  // namespace kernels
 
-std::string size2_str(Size2 s) { return "(" + std::to_string(s.h) + ", " + std::to_string(s.w) + ")"; }
+// Appended piece by piece: g++ 12 warns falsely (-Wrestrict) on "literal" + std::string.
+std::string size2_str(Size2 s) {
+  std::string text = "(";
+  text += std::to_string(s.h);
+  text += ", ";
+  text += std::to_string(s.w);
+  text += ")";
+  return text;
+}
 
 int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
   return (in + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
