@@ -42,45 +42,41 @@ std::vector<Tensor> allreduce_vectors(ProcessGroup& group, const std::vector<Ten
   return out;
 }
 
-class SyncBatchNormBackward : public autograd::NamedNode<"SyncBatchNormBackward"> {
- public:
-  SyncBatchNormBackward(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
-                        double total, std::shared_ptr<ProcessGroup> group, DType input_dtype, Shape input_shape)
-      : x_(x), mean_(mean), invstd_(invstd), weight_(weight), total_(total), group_(std::move(group)),
-        input_dtype_(input_dtype), input_shape_(std::move(input_shape)) {}
-
-  autograd::GradList apply(autograd::GradList&& grads) override {
-    const Tensor x = x_.get(*this);
-    const Tensor mean = mean_.get(*this), invstd = invstd_.get(*this);
-    const Tensor weight = weight_.defined() ? weight_.get(*this) : Tensor();
-    Tensor dy = grads[0].defined() ? as_ncs(grads[0]) : zeros_like(x);
-    const Tensor xmu = raw::sub(x, per_channel(mean));
-    const Tensor sum_dy = raw::sum(dy, {0, 2});
-    const Tensor sum_dy_xmu = raw::sum(raw::mul(dy, xmu), {0, 2});
-    // The parameters' gradients are this rank's (DDP averages them); the input's needs the global sums.
-    autograd::GradList out(3);
-    if (weight.defined()) {
-      out[1] = raw::to(raw::mul(sum_dy_xmu, invstd), weight.dtype());
-      out[2] = raw::to(sum_dy, weight.dtype());
-    }
-    const auto global = allreduce_vectors(*group_, {sum_dy, sum_dy_xmu});
-    const Tensor mean_dy = raw::div(global[0], Scalar(total_));
-    const Tensor mean_dy_xmu = raw::div(global[1], Scalar(total_));
-    Tensor scale = weight.defined() ? raw::mul(invstd, raw::to(weight, invstd.dtype())) : invstd;
-    Tensor dx = raw::sub(raw::sub(dy, per_channel(mean_dy)),
-                         raw::mul(xmu, per_channel(raw::mul(raw::mul(invstd, invstd), mean_dy_xmu))));
-    dx = raw::mul(dx, per_channel(scale));
-    out[0] = raw::to(raw::reshape(dx, input_shape_), input_dtype_);
-    return out;
-  }
-
- private:
-  autograd::SavedTensor x_, mean_, invstd_, weight_;
-  double total_;
-  std::shared_ptr<ProcessGroup> group_;
-  DType input_dtype_;
-  Shape input_shape_;
+// What the backward keeps: the input as (N, C, S), the batch statistics (C) and the weight (C) as saved
+// tensors (released with the node), the global element count per channel and the group.
+struct SyncBatchNormSaved {
+  autograd::SavedTensor x, mean, invstd, weight;
+  double total;
+  std::shared_ptr<ProcessGroup> group;
+  DType input_dtype;
+  Shape input_shape;
 };
+
+autograd::GradList sync_batch_norm_backward(const SyncBatchNormSaved& saved, const autograd::Node& node,
+                                            autograd::GradList&& grads) {
+  const Tensor x = saved.x.get(node);
+  const Tensor mean = saved.mean.get(node), invstd = saved.invstd.get(node);
+  const Tensor weight = saved.weight.defined() ? saved.weight.get(node) : Tensor();
+  Tensor dy = grads[0].defined() ? as_ncs(grads[0]) : zeros_like(x);
+  const Tensor xmu = raw::sub(x, per_channel(mean));
+  const Tensor sum_dy = raw::sum(dy, {0, 2});
+  const Tensor sum_dy_xmu = raw::sum(raw::mul(dy, xmu), {0, 2});
+  // The parameters' gradients are this rank's (DDP averages them); the input's needs the global sums.
+  autograd::GradList out(3);
+  if (weight.defined()) {
+    out[1] = raw::to(raw::mul(sum_dy_xmu, invstd), weight.dtype());
+    out[2] = raw::to(sum_dy, weight.dtype());
+  }
+  const auto global = allreduce_vectors(*saved.group, {sum_dy, sum_dy_xmu});
+  const Tensor mean_dy = raw::div(global[0], Scalar(saved.total));
+  const Tensor mean_dy_xmu = raw::div(global[1], Scalar(saved.total));
+  Tensor scale = weight.defined() ? raw::mul(invstd, raw::to(weight, invstd.dtype())) : invstd;
+  Tensor dx = raw::sub(raw::sub(dy, per_channel(mean_dy)),
+                       raw::mul(xmu, per_channel(raw::mul(raw::mul(invstd, invstd), mean_dy_xmu))));
+  dx = raw::mul(dx, per_channel(scale));
+  out[0] = raw::to(raw::reshape(dx, saved.input_shape), saved.input_dtype);
+  return out;
+}
 
 class GroupBatchStatsSync : public nn::BatchStatsSync {
  public:
@@ -135,9 +131,12 @@ Tensor sync_batch_norm(const Tensor& input, const Tensor& running_mean, const Te
   y = raw::to(raw::reshape(y, input.sizes()), input.dtype());
 
   if (!autograd::any_requires_grad({&input, &weight, &bias})) return y;
-  auto node = std::make_shared<SyncBatchNormBackward>(x, mean, invstd, weight, total, group, input.dtype(),
-                                                      input.sizes());
-  autograd::record(node, {&input, &weight, &bias}, {&y});
+  autograd::record<"SyncBatchNormBackward">(
+      {&input, &weight, &bias}, {&y},
+      [saved = SyncBatchNormSaved{x, mean, invstd, weight, total, group, input.dtype(), input.sizes()}](
+          const autograd::Node& node, autograd::GradList&& grads) {
+        return sync_batch_norm_backward(saved, node, std::move(grads));
+      });
   return y;
 }
 

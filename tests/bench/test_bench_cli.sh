@@ -5,11 +5,7 @@
 # Usage: test_bench_cli.sh path/to/syncgrad-bench
 set -u
 bin="$1"
-failures=0
-check() {  # check "description" command...
-  local what="$1"; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+. "$(dirname "$0")/../check.sh"
 subcommands=(scaling core allreduce data ddp conv resnet cuda)
 
 help=$("$bin" --help 2>&1); status=$?

@@ -4,11 +4,7 @@
 # Usage: test_scaling_smoke.sh path/to/syncgrad-bench
 set -u
 bin="$1"
-failures=0
-check() {  # check "description" command...
-  local what="$1"; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+. "$(dirname "$0")/../check.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3 (used to parse the JSON and SVG) is missing"; exit 77; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

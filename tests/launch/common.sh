@@ -1,12 +1,8 @@
 # shellcheck shell=bash
-# Shared by tests/launch/test_*.sh: check() counts failures, finish exits with their verdict,
+# Shared by tests/launch/test_*.sh, beside tests/check.sh (check, finish):
 # wait_for() polls a condition for a few seconds, gone() tells whether a process has ended, lacks() that a
 # file does not contain a text.
-failures=0
-check() {  # check "description" command...
-  local what="$1"; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../check.sh"
 wait_for() {  # wait_for seconds command...: true once command succeeds, false after the time is up
   local deadline=$((SECONDS + $1)); shift
   until "$@"; do
@@ -24,7 +20,4 @@ gone() {  # gone pidfile: the process whose pid the file holds has ended (a zomb
 }
 lacks() {  # lacks text file: the file does not contain the text
   ! grep -qF -- "$1" "$2"
-}
-finish() {
-  if [ $failures -eq 0 ]; then exit 0; else exit 1; fi
 }

@@ -3,11 +3,7 @@
 # non-zero status; the log file gets rows. Usage: test_cli.sh path/to/syncgrad-train
 set -u
 bin="$1"
-failures=0
-check() {  # check "description" command...
-  local what="$1"; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+. "$(dirname "$0")/../check.sh"
 help=$("$bin" --help)
 for flag in --model --data-dir --epochs --batch-size --lr --optimizer --momentum --weight-decay --seed --threads \
             --checkpoint-dir --resume --init-from --no-shuffle --max-steps --log-file; do

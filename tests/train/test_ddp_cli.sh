@@ -6,11 +6,7 @@
 # Usage: test_ddp_cli.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
 launch="$1"; train="$2"
-failures=0
-check() {  # check "description" command...
-  local what="$1"; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+. "$(dirname "$0")/../check.sh"
 if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>&1 && [ -z "${SYNCGRAD_DATA_DIR:-}" ]; then
   echo "SKIP: Fashion-MNIST is not installed"; exit 77
 fi

@@ -9,11 +9,7 @@
 set -u
 bin="$1"
 module="${2:-}"
-failures=0
-check() {  # check "description" command...
-  local what="$1"; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+. "$(dirname "$0")/../check.sh"
 fails_saying() {  # fails_saying "text" args...: the run fails and its output contains text
   local text="$1"; shift
   local out status

@@ -5,11 +5,7 @@
 # Usage: test_gpt_cli.sh path/to/syncgrad-launch path/to/syncgrad-train path/to/syncgrad-generate
 set -u
 launch="$1"; train="$2"; generate="$3"
-failures=0
-check() {  # check "description" command...
-  local what="$1"; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+. "$(dirname "$0")/../check.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for i in $(seq 150); do echo "a rolling stone gathers no moss, number $((i % 5))."; done >"$tmp/text"
 tiny="block_size=16,n_layer=1,n_head=2,n_embd=16"

@@ -8,11 +8,7 @@
 # Usage: test_resnet_cli.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
 launch="$1"; train="$2"
-failures=0
-check() {  # check "description" command...
-  local what="$1"; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+. "$(dirname "$0")/../check.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 data="$tmp/cifar"; mkdir -p "$data"
 write_cifar() {  # write_cifar FILE RECORDS SEED: label r % 10, channel c of image r near (label * 23 + c * 61) % 256
