@@ -3,6 +3,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/views.h"
@@ -22,10 +23,8 @@ GradList AccumulateGrad::apply(GradList&& grads) {
     Tensor replaced = hook(incoming);
     if (replaced.defined()) incoming = replaced;
   }
-  if (incoming.sizes() != param.sizes()) {
-    throw ShapeError("AccumulateGrad: gradient of shape " + shape_str(incoming.sizes()) +
-                     " does not match the parameter's shape " + shape_str(param.sizes()));
-  }
+  SYNCGRAD_CHECK(incoming.sizes() == param.sizes(), ShapeError, "AccumulateGrad: gradient of shape ",
+                 shape_str(incoming.sizes()), " does not match the parameter's shape ", shape_str(param.sizes()));
   NoGradGuard no_grad;
   if (!m.grad.defined()) {
     // Own a contiguous buffer of the parameter's dtype: the engine's temporaries may be shared or strided.

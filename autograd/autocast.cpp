@@ -9,6 +9,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops/views.h"
+#include "tensor/check.h"
 
 namespace syncgrad {
 namespace {
@@ -55,10 +56,8 @@ Tensor cast_to(const Tensor& t, DType dtype) {
 }  // namespace
 
 AutocastGuard::AutocastGuard(DeviceType device, DType dtype, bool enabled) : device_(device) {
-  if (!is_half(dtype)) {
-    throw ValueError(std::string("autocast: dtype ") + dtype_name(dtype) +
-                     " is not a lower-precision type; use float16 or bfloat16");
-  }
+  SYNCGRAD_CHECK(is_half(dtype), ValueError, "autocast: dtype ", dtype_name(dtype),
+                 " is not a lower-precision type; use float16 or bfloat16");
   DeviceState& s = device_state(device);
   previous_enabled_ = s.enabled;
   previous_dtype_ = s.dtype;
@@ -79,10 +78,8 @@ namespace autograd {
 
 AutocastOperands autocast_operands(CastPolicy policy, std::initializer_list<const Tensor*> operands) {
   AutocastOperands result;
-  if (operands.size() > result.tensors.size()) {
-    throw ValueError("autocast_operands: " + std::to_string(operands.size()) + " operands; at most " +
-                     std::to_string(result.tensors.size()) + " are supported");
-  }
+  SYNCGRAD_CHECK(operands.size() <= result.tensors.size(), ValueError, "autocast_operands: ", operands.size(),
+                 " operands; at most ", result.tensors.size(), " are supported");
   const Tensor* first = nullptr;
   for (const Tensor* t : operands) {
     if (t->defined()) {

@@ -9,6 +9,7 @@
 #include "autograd/accumulate_grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
+#include "tensor/check.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -74,17 +75,13 @@ void count_dependencies(GraphTask& task, const std::vector<Edge>& root_edges) {
 
 Tensor root_gradient(const Tensor& root, const Tensor& given, size_t i) {
   if (given.defined()) {
-    if (given.sizes() != root.sizes()) {
-      throw ShapeError("backward: gradient " + std::to_string(i) + " has shape " + shape_str(given.sizes()) +
-                       " but its output has shape " + shape_str(root.sizes()));
-    }
+    SYNCGRAD_CHECK(given.sizes() == root.sizes(), ShapeError, "backward: gradient ", i, " has shape ",
+                   shape_str(given.sizes()), " but its output has shape ", shape_str(root.sizes()));
     return given;
   }
-  if (root.numel() != 1) {
-    throw AutogradError("backward: grad can be implicitly created only for scalar outputs, but output " +
-                        std::to_string(i) + " has shape " + shape_str(root.sizes()) +
-                        "; pass a gradient of that shape or reduce the output first (e.g. .sum())");
-  }
+  SYNCGRAD_CHECK(root.numel() == 1, AutogradError,
+                 "backward: grad can be implicitly created only for scalar outputs, but output ", i, " has shape ",
+                 shape_str(root.sizes()), "; pass a gradient of that shape or reduce the output first (e.g. .sum())");
   return ones_like(root);
 }
 
@@ -157,21 +154,17 @@ std::vector<Edge> root_edges_of(const std::vector<Tensor>& roots) {
   std::vector<Edge> edges;
   for (size_t i = 0; i < roots.size(); ++i) {
     Edge e = gradient_edge(roots[i]);
-    if (!e.valid()) {
-      throw AutogradError("backward: output " + std::to_string(i) +
-                          " does not require grad and has no grad_fn; did you compute it under NoGradGuard, "
-                          "detach() it, or forget requires_grad_() on the inputs?");
-    }
+    SYNCGRAD_CHECK(e.valid(), AutogradError, "backward: output ", i,
+                   " does not require grad and has no grad_fn; did you compute it under NoGradGuard, detach() it, or "
+                   "forget requires_grad_() on the inputs?");
     edges.push_back(e);
   }
   return edges;
 }
 
 std::vector<Tensor> root_grads_of(const std::vector<Tensor>& roots, const std::vector<Tensor>& given) {
-  if (!given.empty() && given.size() != roots.size()) {
-    throw ValueError("backward: got " + std::to_string(given.size()) + " gradients for " +
-                     std::to_string(roots.size()) + " outputs");
-  }
+  SYNCGRAD_CHECK(given.empty() || given.size() == roots.size(), ValueError, "backward: got ", given.size(),
+                 " gradients for ", roots.size(), " outputs");
   std::vector<Tensor> grads;
   for (size_t i = 0; i < roots.size(); ++i) grads.push_back(root_gradient(roots[i], given.empty() ? Tensor() : given[i], i));
   return grads;
@@ -194,9 +187,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   std::vector<std::pair<Node*, uint32_t>> keys;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Edge e = gradient_edge(inputs[i]);
-    if (!e.valid()) {
-      throw AutogradError("grad: input " + std::to_string(i) + " does not require grad");
-    }
+    SYNCGRAD_CHECK(e.valid(), AutogradError, "grad: input ", i, " does not require grad");
     keys.emplace_back(e.node.get(), e.input_nr);
     task.captured[keys.back()] = Tensor();
     task.capture_nodes.insert(e.node.get());
@@ -206,10 +197,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   std::vector<Tensor> result;
   for (size_t i = 0; i < keys.size(); ++i) {
     Tensor g = task.captured[keys[i]];
-    if (!g.defined() && !allow_unused) {
-      throw AutogradError("grad: input " + std::to_string(i) +
-                          " was not used to compute the outputs; pass allow_unused=true if that is intended");
-    }
+    SYNCGRAD_CHECK(g.defined() || allow_unused, AutogradError, "grad: input ", i,
+                   " was not used to compute the outputs; pass allow_unused=true if that is intended");
     result.push_back(g);
   }
   return result;
@@ -218,7 +207,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 bool in_backward() { return current_task != nullptr; }
 
 bool is_reachable(const Tensor& leaf) {
-  if (current_task == nullptr) throw AutogradError("is_reachable: only meaningful during a backward pass");
+  SYNCGRAD_CHECK(current_task != nullptr, AutogradError, "is_reachable: only meaningful during a backward pass");
   AutogradMeta* m = meta_of(leaf);
   if (m == nullptr) return false;
   Node* node = m->grad_fn ? m->grad_fn.get() : m->accumulator.lock().get();
@@ -226,9 +215,8 @@ bool is_reachable(const Tensor& leaf) {
 }
 
 void queue_callback(std::function<void()> callback) {
-  if (current_task == nullptr) {
-    throw AutogradError("queue_callback: no backward pass is running on this thread; queue callbacks from hooks");
-  }
+  SYNCGRAD_CHECK(current_task != nullptr, AutogradError,
+                 "queue_callback: no backward pass is running on this thread; queue callbacks from hooks");
   current_task->callbacks.push_back(std::move(callback));
 }
 

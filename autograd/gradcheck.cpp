@@ -8,6 +8,7 @@
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -52,9 +53,8 @@ GradcheckResult gradcheck(const std::string& label, const GradcheckFn& fn, const
   std::vector<Tensor> checked;
   for (const Tensor& t : inputs) {
     if (!t.requires_grad()) continue;
-    if (t.dtype() != DType::f64 || !t.device().is_cpu() || !t.is_contiguous()) {
-      throw ValueError("gradcheck(" + label + "): inputs that require grad must be contiguous float64 CPU tensors");
-    }
+    SYNCGRAD_CHECK(t.dtype() == DType::f64 && t.device().is_cpu() && t.is_contiguous(), ValueError, "gradcheck(", label,
+                   "): inputs that require grad must be contiguous float64 CPU tensors");
     checked.push_back(t);
   }
   Tensor y = fn(inputs);

@@ -3,6 +3,7 @@
 
 #include "autograd/accumulate_grad.h"
 #include "autograd/grad_mode.h"
+#include "tensor/check.h"
 
 namespace syncgrad::autograd {
 
@@ -77,10 +78,9 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
 void check_inplace(const Tensor& t, const char* op) {
   if (!GradMode::is_enabled()) return;
   AutogradMeta* m = meta_of(t);
-  if (m != nullptr && m->requires_grad && !m->grad_fn) {
-    throw AutogradError(std::string(op) + ": a leaf tensor that requires grad is used in an in-place operation; "
-                        "wrap the update in NoGradGuard (as optimizers do) or work on a clone()");
-  }
+  SYNCGRAD_CHECK(m == nullptr || !m->requires_grad || m->grad_fn, AutogradError, op,
+                 ": a leaf tensor that requires grad is used in an in-place operation; wrap the update in NoGradGuard "
+                 "(as optimizers do) or work on a clone()");
 }
 
 }  // namespace syncgrad::autograd

@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "tensor/check.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad::autograd {
@@ -29,10 +30,9 @@ void Node::release() {
 }
 
 void Node::check_not_released() const {
-  if (!released_) return;
-  throw AutogradError(std::string(name()) +
-                      ": trying to backward through the graph a second time (its saved tensors were freed after "
-                      "the first backward); pass retain_graph=true to the first backward if you need to");
+  SYNCGRAD_CHECK(!released_, AutogradError, name(),
+                 ": trying to backward through the graph a second time (its saved tensors were freed after "
+                 "the first backward); pass retain_graph=true to the first backward if you need to");
 }
 
 const std::set<std::string>& registered_node_types() { return node_registry().names; }
@@ -55,11 +55,9 @@ SavedTensor::SavedTensor(const Tensor& t) {
 
 Tensor SavedTensor::get(const Node& node) const {
   node.check_not_released();
-  if (tensor_.defined() && tensor_.version() != version_) {
-    throw AutogradError(std::string(node.name()) + ": a tensor saved for backward was modified by an in-place "
-                        "operation (version " + std::to_string(version_) + " when saved, now " +
-                        std::to_string(tensor_.version()) + "); use the out-of-place op or clone() before modifying");
-  }
+  SYNCGRAD_CHECK(!tensor_.defined() || tensor_.version() == version_, AutogradError, node.name(),
+                 ": a tensor saved for backward was modified by an in-place operation (version ", version_,
+                 " when saved, now ", tensor_.version(), "); use the out-of-place op or clone() before modifying");
   return tensor_;
 }
 

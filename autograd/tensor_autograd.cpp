@@ -4,6 +4,7 @@
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/views.h"
@@ -21,16 +22,14 @@ bool Tensor::requires_grad() const {
 Tensor& Tensor::requires_grad_(bool value) {
   AutogradMeta* m = meta_of(*this);
   if (m != nullptr && m->grad_fn) {
-    if (!value) {
-      throw AutogradError("requires_grad_(false): this tensor is the result of an op (a non-leaf); use detach() to "
-                          "get a tensor without history");
-    }
+    SYNCGRAD_CHECK(value, AutogradError,
+                   "requires_grad_(false): this tensor is the result of an op (a non-leaf); use detach() to get a "
+                   "tensor without history");
     return *this;
   }
-  if (value && !is_floating(dtype())) {
-    throw AutogradError(std::string("requires_grad_: only floating-point tensors can require gradients, this one is ") +
-                        dtype_name(dtype()));
-  }
+  SYNCGRAD_CHECK(!value || is_floating(dtype()), AutogradError,
+                 "requires_grad_: only floating-point tensors can require gradients, this one is ",
+                 dtype_name(dtype()));
   autograd::ensure_meta(*this).requires_grad = value;
   return *this;
 }
@@ -46,10 +45,8 @@ Tensor Tensor::grad() const {
 }
 
 void Tensor::set_grad(const Tensor& grad) const {
-  if (grad.defined() && grad.sizes() != sizes()) {
-    throw ShapeError("set_grad: gradient shape " + shape_str(grad.sizes()) + " differs from the tensor's " +
-                     shape_str(sizes()));
-  }
+  SYNCGRAD_CHECK(!grad.defined() || grad.sizes() == sizes(), ShapeError, "set_grad: gradient shape ",
+                 shape_str(grad.sizes()), " differs from the tensor's ", shape_str(sizes()));
   autograd::ensure_meta(*this).grad = grad;
 }
 
@@ -67,9 +64,7 @@ Tensor Tensor::detach() const { return raw::alias(*this); }
 
 void Tensor::retain_grad() const {
   AutogradMeta* m = meta_of(*this);
-  if (m == nullptr || !m->requires_grad) {
-    throw AutogradError("retain_grad: the tensor does not require grad");
-  }
+  SYNCGRAD_CHECK(m != nullptr && m->requires_grad, AutogradError, "retain_grad: the tensor does not require grad");
   if (!m->grad_fn || m->retains_grad) return;  // leaves keep .grad anyway
   m->retains_grad = true;
   std::weak_ptr<TensorImpl> weak = impl_ptr();
@@ -85,9 +80,8 @@ void Tensor::retain_grad() const {
 
 void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   AutogradMeta* m = meta_of(*this);
-  if (m == nullptr || !m->requires_grad) {
-    throw AutogradError("register_hook: cannot register a hook on a tensor that does not require grad");
-  }
+  SYNCGRAD_CHECK(m != nullptr && m->requires_grad, AutogradError,
+                 "register_hook: cannot register a hook on a tensor that does not require grad");
   if (m->grad_fn) {
     m->grad_fn->pre_hooks.emplace_back(m->output_nr, std::move(hook));
   } else {
@@ -97,11 +91,10 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
 
 void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
   AutogradMeta* m = meta_of(*this);
-  if (m == nullptr || !m->requires_grad || m->grad_fn) {
-    throw AutogradError("register_post_accumulate_grad_hook: only leaf tensors that require grad accumulate "
-                        "gradients; this tensor is " +
-                        std::string(m != nullptr && m->grad_fn ? "a non-leaf" : "not requiring grad"));
-  }
+  SYNCGRAD_CHECK(
+      m != nullptr && m->requires_grad && !m->grad_fn, AutogradError,
+      "register_post_accumulate_grad_hook: only leaf tensors that require grad accumulate gradients; this tensor is ",
+      m != nullptr && m->grad_fn ? "a non-leaf" : "not requiring grad");
   m->post_accumulate_hooks.push_back(std::move(hook));
 }
 

@@ -22,6 +22,7 @@
 #include "models/models.h"
 #include "optim/sgd.h"
 #include "syncgrad.h"
+#include "tensor/check.h"
 
 namespace {
 
@@ -164,7 +165,7 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> int64_t {
-      if (i + 1 >= argc) throw ValueError(arg + " needs a value");
+      SYNCGRAD_CHECK(i + 1 < argc, ValueError, arg, " needs a value");
       return std::stoll(argv[++i]);
     };
     if (arg == "--batches") o.batches = value();
@@ -172,7 +173,8 @@ Options parse(int argc, char** argv) {
     else if (arg == "--reps") o.reps = static_cast<int>(value());
     else throw ValueError("unknown argument " + arg + " (use --batches N, --steps N, --reps N)");
   }
-  if (o.batches < 1 || o.steps < 1 || o.reps < 1) throw ValueError("--batches, --steps and --reps must be >= 1");
+  SYNCGRAD_CHECK(o.batches >= 1 && o.steps >= 1 && o.reps >= 1, ValueError,
+                 "--batches, --steps and --reps must be >= 1");
   return o;
 }
 

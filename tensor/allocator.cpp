@@ -11,6 +11,7 @@
 
 #include "tensor/backend.h"
 #include "tensor/caching_allocator.h"
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/memory_tag.h"
 
@@ -59,13 +60,11 @@ Allocator& cpu_allocator() {
 Allocator& allocator_for(Device device) {
   if (device.is_cpu()) return cpu_allocator();
   DeviceBackend* backend = device_backend(device.type);
-  if (backend == nullptr) {
-    throw DeviceError("allocate on " + device.str() + ": " + backend_unavailable_reason(device.type));
-  }
-  if (device.index < 0 || device.index >= backend->device_count()) {
-    throw DeviceError("allocate on " + device.str() + ": device index out of range (" +
-                      std::to_string(backend->device_count()) + " device(s) visible); check CUDA_VISIBLE_DEVICES");
-  }
+  SYNCGRAD_CHECK(backend != nullptr, DeviceError, "allocate on ", device.str(), ": ",
+                 backend_unavailable_reason(device.type));
+  SYNCGRAD_CHECK(device.index >= 0 && device.index < backend->device_count(), DeviceError, "allocate on ", device.str(),
+                 ": device index out of range (", backend->device_count(),
+                 " device(s) visible); check CUDA_VISIBLE_DEVICES");
   return backend->allocator(device.index);
 }
 

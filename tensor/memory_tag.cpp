@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad {
@@ -30,10 +31,8 @@ TagTable& table() {
 }  // namespace
 
 MemoryTagGuard::MemoryTagGuard(int tag) : previous_(current_tag) {
-  if (tag < 0 || tag >= kMaxMemoryTags) {
-    throw ValueError("MemoryTagGuard: tag " + std::to_string(tag) + " is outside [0, " +
-                     std::to_string(kMaxMemoryTags) + ")");
-  }
+  SYNCGRAD_CHECK(tag >= 0 && tag < kMaxMemoryTags, ValueError, "MemoryTagGuard: tag ", tag, " is outside [0, ",
+                 kMaxMemoryTags, ")");
   current_tag = tag;
 }
 
@@ -42,10 +41,8 @@ MemoryTagGuard::~MemoryTagGuard() { current_tag = previous_; }
 int current_memory_tag() { return current_tag; }
 
 MemoryTagStats memory_tag_stats(int tag) {
-  if (tag < 0 || tag >= kMaxMemoryTags) {
-    throw ValueError("memory_tag_stats: tag " + std::to_string(tag) + " is outside [0, " +
-                     std::to_string(kMaxMemoryTags) + ")");
-  }
+  SYNCGRAD_CHECK(tag >= 0 && tag < kMaxMemoryTags, ValueError, "memory_tag_stats: tag ", tag, " is outside [0, ",
+                 kMaxMemoryTags, ")");
   TagTable& t = table();
   std::lock_guard lock(t.mutex);
   return t.stats[tag];

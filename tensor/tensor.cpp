@@ -1,23 +1,21 @@
 // Tensor metadata accessors, typed data access and item().
 #include "tensor/tensor.h"
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad {
 
 TensorImpl* Tensor::checked() const {
-  if (!impl_) throw ValueError("Tensor: operation on an undefined tensor (default-constructed or moved-from)");
+  SYNCGRAD_CHECK(impl_, ValueError, "Tensor: operation on an undefined tensor (default-constructed or moved-from)");
   return impl_.get();
 }
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t n = ndim == 0 ? 1 : ndim;  // 0-dim tensors accept dims 0 and -1, as in PyTorch
-  if (dim < -n || dim >= n) {
-    throw IndexError(std::string(op) + ": dimension " + std::to_string(dim) + " is out of range for a " +
-                     std::to_string(ndim) + "-d tensor (expected a value in [" + std::to_string(-n) + ", " +
-                     std::to_string(n - 1) + "])");
-  }
+  SYNCGRAD_CHECK(dim >= -n && dim < n, IndexError, op, ": dimension ", dim, " is out of range for a ", ndim,
+                 "-d tensor (expected a value in [", -n, ", ", n - 1, "])");
   return dim < 0 ? dim + n : dim;
 }
 
@@ -25,10 +23,8 @@ int64_t Tensor::size(int64_t dim) const { return sizes()[wrap_dim(dim, this->dim
 int64_t Tensor::stride(int64_t dim) const { return strides()[wrap_dim(dim, this->dim(), "stride")]; }
 
 template <class T> T* Tensor::data_ptr() const {
-  if (dtype() != dtype_of<T>()) {
-    throw DTypeError(std::string("data_ptr: tensor has dtype ") + dtype_name(dtype()) + " but " +
-                     dtype_name(dtype_of<T>()) + " was requested; convert with .to(dtype) first");
-  }
+  SYNCGRAD_CHECK(dtype() == dtype_of<T>(), DTypeError, "data_ptr: tensor has dtype ", dtype_name(dtype()), " but ",
+                 dtype_name(dtype_of<T>()), " was requested; convert with .to(dtype) first");
   return static_cast<T*>(checked()->data());
 }
 template float* Tensor::data_ptr<float>() const;
@@ -39,10 +35,8 @@ template uint8_t* Tensor::data_ptr<uint8_t>() const;
 template bool* Tensor::data_ptr<bool>() const;
 
 Scalar Tensor::item() const {
-  if (numel() != 1) {
-    throw ValueError("item: a tensor with " + std::to_string(numel()) + " elements (shape " + shape_str(sizes()) +
-                     ") cannot be converted to a scalar; only one-element tensors can");
-  }
+  SYNCGRAD_CHECK(numel() == 1, ValueError, "item: a tensor with ", numel(), " elements (shape ", shape_str(sizes()),
+                 ") cannot be converted to a scalar; only one-element tensors can");
   Tensor host = device().is_cpu() ? *this : raw::to(*this, kCPU);
   if (is_floating(dtype())) {
     double v = 0;
@@ -76,10 +70,8 @@ template int32_t Tensor::item<int32_t>() const;
 template bool Tensor::item<bool>() const;
 
 void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
-  if (a.device() != b.device()) {
-    throw DeviceError(std::string(op) + ": expected all tensors on the same device, but found " +
-                      a.device().str() + " and " + b.device().str() + "; move one with .to(device)");
-  }
+  SYNCGRAD_CHECK(a.device() == b.device(), DeviceError, op, ": expected all tensors on the same device, but found ",
+                 a.device().str(), " and ", b.device().str(), "; move one with .to(device)");
 }
 
 }  // namespace syncgrad

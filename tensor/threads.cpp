@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad {
@@ -38,7 +39,7 @@ int& thread_setting() {
 }  // namespace
 
 void set_num_threads(int n) {
-  if (n < 1) throw ValueError("set_num_threads: got " + std::to_string(n) + "; the thread count must be >= 1");
+  SYNCGRAD_CHECK(n >= 1, ValueError, "set_num_threads: got ", n, "; the thread count must be >= 1");
   thread_setting() = n;
   omp_set_num_threads(n);
   Eigen::setNbThreads(n);

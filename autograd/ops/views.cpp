@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "autograd/meta.h"
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/reduce.h"
@@ -144,10 +145,9 @@ Tensor to(const Tensor& t, Device device, bool non_blocking) {
 
 void copy_(const Tensor& dst, const Tensor& src) {
   autograd::check_inplace(dst, "copy_");
-  if (autograd::any_requires_grad({&src})) {
-    throw AutogradError("copy_: copying a tensor that requires grad into another tensor in place is not "
-                        "differentiable here; use clone() / to() (differentiable) or detach() the source");
-  }
+  SYNCGRAD_CHECK(!autograd::any_requires_grad({&src}), AutogradError,
+                 "copy_: copying a tensor that requires grad into another tensor in place is not differentiable here; "
+                 "use clone() / to() (differentiable) or detach() the source");
   raw::copy_(dst, src);
 }
 
@@ -157,10 +157,8 @@ Tensor Tensor::reshape(const Shape& shape) const { return syncgrad::reshape(*thi
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const { return syncgrad::transpose(*this, dim0, dim1); }
 Tensor Tensor::permute(const Shape& dims) const { return syncgrad::permute(*this, dims); }
 Tensor Tensor::t() const {
-  if (dim() > 2) {
-    throw ShapeError("t: expects a tensor with <= 2 dimensions, got " + std::to_string(dim()) + " (shape " +
-                     shape_str(sizes()) + "); use transpose(dim0, dim1)");
-  }
+  SYNCGRAD_CHECK(dim() <= 2, ShapeError, "t: expects a tensor with <= 2 dimensions, got ", dim(), " (shape ",
+                 shape_str(sizes()), "); use transpose(dim0, dim1)");
   return dim() < 2 ? *this : syncgrad::transpose(*this, 0, 1);
 }
 Tensor Tensor::unsqueeze(int64_t dim) const { return syncgrad::unsqueeze(*this, dim); }

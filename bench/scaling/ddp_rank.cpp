@@ -13,6 +13,7 @@
 #include "models/models.h"
 #include "optim/sgd.h"
 #include "tensor/allocator.h"
+#include "tensor/check.h"
 #include "tensor/ops/factories.h"
 #include "tensor/threads.h"
 #include "bench/scaling/batch_source.h"
@@ -194,7 +195,7 @@ void run_ddp_rank(const RunConfig& config, const std::string& out_dir) {
   const std::string path = rank_result_path(out_dir, rank);
   std::ofstream out(path);
   out << result.dump();
-  if (!out.flush()) throw IOError("syncgrad-bench rank " + std::to_string(rank) + ": cannot write " + path);
+  SYNCGRAD_CHECK(out.flush(), IOError, "syncgrad-bench rank ", rank, ": cannot write ", path);
 }
 
 RunResult merge_rank_results(const RunConfig& config, const std::vector<nlohmann::json>& ranks) {

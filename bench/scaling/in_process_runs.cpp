@@ -9,6 +9,7 @@
 #include "models/models.h"
 #include "nn/linear.h"
 #include "optim/sgd.h"
+#include "tensor/check.h"
 #include "tensor/memory_tag.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
@@ -149,13 +150,10 @@ double median_seconds(int repeats, const std::function<void()>& body) {
 }  // namespace
 
 RunResult run_in_process(const RunConfig& config) {
-  if (config.mode != "single" && config.mode != "dp") {
-    throw ValueError("run_in_process: mode must be single or dp, got " + config.mode);
-  }
-  if (config.mode == "single" && config.workers != 1) {
-    throw ValueError("run_in_process: the single-worker baseline takes workers = 1, got " +
-                     std::to_string(config.workers));
-  }
+  SYNCGRAD_CHECK(config.mode == "single" || config.mode == "dp", ValueError,
+                 "run_in_process: mode must be single or dp, got ", config.mode);
+  SYNCGRAD_CHECK(config.mode != "single" || config.workers == 1, ValueError,
+                 "run_in_process: the single-worker baseline takes workers = 1, got ", config.workers);
   SyntheticTask task(config.model);
   MemoryTagGuard device_zero(kDeviceZeroTag);
   return config.mode == "single" ? run_single(config, task) : run_data_parallel(config, task);

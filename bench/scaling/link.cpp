@@ -2,6 +2,7 @@
 // fraction that collective libraries reach in practice; see docs/SCALING.md for the reasoning.
 #include "bench/scaling/link.h"
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::bench {
@@ -11,7 +12,7 @@ double transfer_seconds(double bytes, const Link& link) {
 }
 
 double ring_allreduce_seconds(double bytes, int p, const Link& link) {
-  if (p < 1) throw ValueError("ring_allreduce_seconds: worker count must be >= 1, got " + std::to_string(p));
+  SYNCGRAD_CHECK(p >= 1, ValueError, "ring_allreduce_seconds: worker count must be >= 1, got ", p);
   if (p == 1) return 0;
   const bool large = link.split_bytes > 0 && bytes > link.split_bytes;
   const double alpha = large ? link.large_alpha_seconds : link.alpha_seconds;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::bench {
@@ -16,12 +17,11 @@ struct Pair {
 };
 
 Pair fit_pair(const std::vector<AllreduceSample>& samples, int p) {
-  if (samples.size() < 2)
-    throw ValueError("fit_link: needs >= 2 allreduce sizes, got " + std::to_string(samples.size()));
+  SYNCGRAD_CHECK(samples.size() >= 2, ValueError, "fit_link: needs >= 2 allreduce sizes, got ", samples.size());
   // t ~ a * u + b * v with u = 2(p-1), v = 2(p-1)/p * bytes, a = alpha, b = 1/beta; divided by t.
   double uu = 0, uv = 0, vv = 0, u1 = 0, v1 = 0;
   for (const AllreduceSample& s : samples) {
-    if (s.seconds <= 0) throw ValueError("fit_link: an allreduce time is not positive");
+    SYNCGRAD_CHECK(!(s.seconds <= 0), ValueError, "fit_link: an allreduce time is not positive");
     const double u = 2.0 * (p - 1) / s.seconds;
     const double v = 2.0 * (p - 1) / p * s.bytes / s.seconds;
     uu += u * u, uv += u * v, vv += v * v, u1 += u, v1 += v;
@@ -42,7 +42,7 @@ Pair fit_pair(const std::vector<AllreduceSample>& samples, int p) {
 }  // namespace
 
 LinkFit fit_link(const std::vector<AllreduceSample>& samples, int p, double split_bytes) {
-  if (p < 2) throw ValueError("fit_link: needs allreduce times of >= 2 workers, got " + std::to_string(p));
+  SYNCGRAD_CHECK(p >= 2, ValueError, "fit_link: needs allreduce times of >= 2 workers, got ", p);
   std::vector<AllreduceSample> small, large;
   for (const AllreduceSample& s : samples) (split_bytes > 0 && s.bytes > split_bytes ? large : small).push_back(s);
   LinkFit fit;

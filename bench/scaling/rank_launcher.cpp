@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "distributed/tcp_store.h"
+#include "tensor/check.h"
 #include "tools/launch/errors.h"
 #include "tools/launch/options.h"
 #include "tools/launch/rank_env.h"
@@ -31,11 +32,9 @@ void launch_ranks(int world, const std::vector<std::string>& command) {
     supervisor.start(rank, command, launch::rank_environment(base, options, rank, store));
   }
   const int status = supervisor.run();
-  if (status != 0) {
-    throw distributed::DistributedError("the DDP run with " + std::to_string(world) +
-                                        " workers failed: the ranks ended with exit status " + std::to_string(status) +
-                                        " (the failing rank's message is above)");
-  }
+  SYNCGRAD_CHECK(status == 0, distributed::DistributedError, "the DDP run with ", world,
+                 " workers failed: the ranks ended with exit status ", status,
+                 " (the failing rank's message is above)");
 }
 
 }  // namespace syncgrad::bench

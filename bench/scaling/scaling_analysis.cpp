@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "models/models.h"
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "bench/scaling/in_process_runs.h"
 #include "bench/scaling/synthetic_task.h"
@@ -21,7 +22,7 @@ StepProfile build_profile(const ScalingOptions& options, const Measurements& m) 
   StepProfile profile;
   profile.batch_per_worker = options.base.batch;
   const MeasuredPoint* single = m.find("main", "single", 1);
-  if (single == nullptr) throw ValueError("scaling analysis: the single-worker baseline was not measured");
+  SYNCGRAD_CHECK(single != nullptr, ValueError, "scaling analysis: the single-worker baseline was not measured");
   const StepRecord& s = single->result.split;
   profile.data_seconds = s.data_wait;
   profile.forward_seconds = s.forward - s.loss;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/threads.h"
 #include "bench/scaling/ddp_rank.h"
@@ -52,7 +53,7 @@ int run_scaling(const ScalingOptions& options, const std::string& self) {
 
 int run_scaling_rank(const std::string& config_path, const std::string& out_dir) {
   std::ifstream in(config_path);
-  if (!in) throw IOError("syncgrad-bench scaling-rank: cannot read " + config_path);
+  SYNCGRAD_CHECK(in, IOError, "syncgrad-bench scaling-rank: cannot read ", config_path);
   run_ddp_rank(run_config_from_json(nlohmann::json::parse(in)), out_dir);
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "bench/scaling/ddp_rank.h"
 #include "bench/scaling/in_process_runs.h"
@@ -25,7 +26,8 @@ class TemporaryDirectory {
  public:
   TemporaryDirectory() {
     std::string pattern = (fs::temp_directory_path() / "syncgrad-bench-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw IOError("syncgrad-bench: cannot create a directory like " + pattern);
+    SYNCGRAD_CHECK(mkdtemp(pattern.data()) != nullptr, IOError, "syncgrad-bench: cannot create a directory like ",
+                   pattern);
     path_ = pattern;
   }
   ~TemporaryDirectory() {
@@ -40,7 +42,7 @@ class TemporaryDirectory {
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw IOError("syncgrad-bench: a rank left no result file " + path);
+  SYNCGRAD_CHECK(in, IOError, "syncgrad-bench: a rank left no result file ", path);
   return nlohmann::json::parse(in);
 }
 
@@ -124,7 +126,7 @@ RunResult run_ddp(const RunConfig& config, const std::string& self) {
   {
     std::ofstream out(config_path);
     out << to_json(config).dump();
-    if (!out.flush()) throw IOError("syncgrad-bench: cannot write " + config_path);
+    SYNCGRAD_CHECK(out.flush(), IOError, "syncgrad-bench: cannot write ", config_path);
   }
   launch_ranks(config.workers, {self, "scaling-rank", "--config", config_path, "--out", dir.path()});
   std::vector<nlohmann::json> ranks;
@@ -133,7 +135,7 @@ RunResult run_ddp(const RunConfig& config, const std::string& self) {
 }
 
 RunResult combine_repeats(const std::vector<RunResult>& repeats) {
-  if (repeats.empty()) throw ValueError("combine_repeats: no runs");
+  SYNCGRAD_CHECK(!repeats.empty(), ValueError, "combine_repeats: no runs");
   std::vector<const RunResult*> by_rate;
   for (const RunResult& r : repeats) by_rate.push_back(&r);
   std::sort(by_rate.begin(), by_rate.end(),

@@ -5,13 +5,14 @@
 #include <string>
 
 #include "distributed/bucket_plan.h"
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::bench {
 namespace {
 
 void check_workers(int p, const char* what) {
-  if (p < 1) throw ValueError(std::string(what) + ": worker count must be >= 1, got " + std::to_string(p));
+  SYNCGRAD_CHECK(p >= 1, ValueError, what, ": worker count must be >= 1, got ", p);
 }
 
 StepPrediction finish(StepPrediction prediction, const StepProfile& profile, int p) {

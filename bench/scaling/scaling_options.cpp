@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "distributed/comm_hook.h"
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "bench/scaling/link.h"
 #include "bench/scaling/synthetic_task.h"
@@ -33,10 +34,9 @@ int parse_worker_count(const std::string& item) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != item.size()) {
-    throw ValueError("--workers: \"" + item + "\" is not a number; give worker counts like --workers 1,2,4");
-  }
-  if (n < 1) throw ValueError("--workers: worker count must be >= 1, got " + item);
+  SYNCGRAD_CHECK(used == item.size(), ValueError, "--workers: \"", item,
+                 "\" is not a number; give worker counts like --workers 1,2,4");
+  SYNCGRAD_CHECK(n >= 1, ValueError, "--workers: worker count must be >= 1, got ", item);
   return n;
 }
 
@@ -44,9 +44,8 @@ int parse_worker_count(const std::string& item) {
 void check_writable(const std::string& path) {
   if (path.empty()) return;
   const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
-  if (!std::filesystem::is_directory(dir) || access(dir.c_str(), W_OK) != 0) {
-    throw IOError("cannot write " + path + ": " + dir.string() + " is not a writable directory");
-  }
+  SYNCGRAD_CHECK(std::filesystem::is_directory(dir) && access(dir.c_str(), W_OK) == 0, IOError, "cannot write ", path,
+                 ": ", dir.string(), " is not a writable directory");
 }
 
 }  // namespace
@@ -107,21 +106,19 @@ void finish_scaling_options(ScalingOptions& o, const std::string& workers_text, 
   if (!workers_text.empty()) {
     o.workers.clear();
     for (const std::string& item : split_list(workers_text)) o.workers.push_back(parse_worker_count(item));
-    if (o.workers.empty()) throw ValueError("--workers: no worker count given; e.g. --workers 1,2");
+    SYNCGRAD_CHECK(!o.workers.empty(), ValueError, "--workers: no worker count given; e.g. --workers 1,2");
   }
   o.workers.push_back(1);
   std::sort(o.workers.begin(), o.workers.end());
   o.workers.erase(std::unique(o.workers.begin(), o.workers.end()), o.workers.end());
-  if (!o.run_dp && !o.run_ddp) throw ValueError("--no-dp and --no-ddp together leave nothing to measure");
+  SYNCGRAD_CHECK(o.run_dp || o.run_ddp, ValueError, "--no-dp and --no-ddp together leave nothing to measure");
   o.sweeps = split_list(sweeps_text);
   for (const std::string& sweep : o.sweeps) {
-    if (sweep != "buckets" && sweep != "overlap" && sweep != "hooks") {
-      throw ValueError("--sweep: unknown sweep \"" + sweep + "\"; choose from buckets, overlap, hooks");
-    }
+    SYNCGRAD_CHECK(sweep == "buckets" || sweep == "overlap" || sweep == "hooks", ValueError,
+                   "--sweep: unknown sweep \"", sweep, "\"; choose from buckets, overlap, hooks");
   }
-  if (!o.sweeps.empty() && (!o.run_ddp || o.workers.back() < 2)) {
-    throw ValueError("--sweep needs DDP runs with >= 2 workers (give --workers 1,2 and leave out --no-ddp)");
-  }
+  SYNCGRAD_CHECK(o.sweeps.empty() || (o.run_ddp && o.workers.back() >= 2), ValueError,
+                 "--sweep needs DDP runs with >= 2 workers (give --workers 1,2 and leave out --no-ddp)");
   distributed::make_comm_hook(o.base.hook);  // an unknown hook is a ValueError listing the names
   if (!links_text.empty()) {
     o.predict_links = split_list(links_text);
@@ -138,12 +135,10 @@ void finish_scaling_options(ScalingOptions& o, const std::string& workers_text, 
   for (const std::string& path : {o.csv_path, o.json_path, o.plot_path}) check_writable(path);
   if (!o.predict) return;
   for (const std::string& name : o.predict_links) {
-    if (name == "given" && !given) {
-      throw ValueError("--predict-links given: set the link with --link-alpha-us and --link-beta-gbs");
-    }
-    if (name == "measured" && !o.run_ddp) {
-      throw ValueError("--predict-links measured needs DDP runs (the allreduce fit); leave out --no-ddp");
-    }
+    SYNCGRAD_CHECK(name != "given" || given, ValueError,
+                   "--predict-links given: set the link with --link-alpha-us and --link-beta-gbs");
+    SYNCGRAD_CHECK(name != "measured" || o.run_ddp, ValueError,
+                   "--predict-links measured needs DDP runs (the allreduce fit); leave out --no-ddp");
     if (name != "given" && name != "measured") link_preset(name);  // ValueError listing the presets
   }
 }

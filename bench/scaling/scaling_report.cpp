@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::bench {
@@ -221,13 +222,13 @@ nlohmann::json link_json(const Link& l) {
 
 std::ofstream open_for_writing(const std::string& path) {
   std::ofstream out(path);
-  if (!out) throw IOError("syncgrad-bench: cannot write " + path + " (does its directory exist?)");
+  SYNCGRAD_CHECK(out, IOError, "syncgrad-bench: cannot write ", path, " (does its directory exist?)");
   return out;
 }
 
 void close_written(std::ofstream& out, const std::string& path) {
   out.flush();
-  if (!out) throw IOError("syncgrad-bench: writing " + path + " failed");
+  SYNCGRAD_CHECK(out, IOError, "syncgrad-bench: writing ", path, " failed");
 }
 
 }  // namespace

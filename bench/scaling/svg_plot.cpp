@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::bench {
@@ -61,10 +62,9 @@ struct Axis {
 };
 
 void check_range(double lo, double hi, bool log2, const char* which) {
-  if (!(hi > lo) || (log2 && lo <= 0)) {
-    throw ValueError(fmt::format("render_svg: the {} range [{}, {}] is empty{}", which, lo, hi,
-                                 log2 ? " or not positive (log axis)" : ""));
-  }
+  SYNCGRAD_CHECK(hi > lo && !(log2 && lo <= 0), ValueError,
+                 fmt::format("render_svg: the {} range [{}, {}] is empty{}", which, lo, hi,
+                             log2 ? " or not positive (log axis)" : ""));
 }
 
 std::string tick_label(double v) { return v >= 1 || v == 0 ? fmt::format("{:g}", v) : fmt::format("{:.2g}", v); }
@@ -149,7 +149,7 @@ void write_svg(const std::string& path, const PlotSpec& spec) {
   std::ofstream out(path);
   out << svg;
   out.flush();
-  if (!out) throw IOError("syncgrad-bench: cannot write " + path + " (does its directory exist?)");
+  SYNCGRAD_CHECK(out, IOError, "syncgrad-bench: cannot write ", path, " (does its directory exist?)");
 }
 
 }  // namespace syncgrad::bench

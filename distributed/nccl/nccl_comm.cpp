@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "distributed/errors.h"
+#include "tensor/check.h"
 #include "tensor/cuda/context.h"
 #include "tensor/errors.h"
 
@@ -52,10 +53,9 @@ std::string nccl_error_text(ncclResult_t result, ncclComm_t comm) {
 }
 
 ncclDataType_t nccl_reduce_type(DType dtype, distributed::ReduceOp op, const std::string& collective) {
-  if (op == distributed::ReduceOp::kAvg && !is_floating(dtype)) {
-    throw DTypeError(collective + ": ReduceOp avg needs a floating dtype, got " + dtype_name(dtype) +
-                     "; reduce with sum and divide, or convert the tensor to f32 first");
-  }
+  SYNCGRAD_CHECK(op != distributed::ReduceOp::kAvg || is_floating(dtype), DTypeError, collective,
+                 ": ReduceOp avg needs a floating dtype, got ", dtype_name(dtype),
+                 "; reduce with sum and divide, or convert the tensor to f32 first");
   switch (dtype) {
     case DType::f32: return ncclFloat32;
     case DType::f64: return ncclFloat64;
@@ -92,11 +92,10 @@ NcclComm::NcclComm(distributed::Store& store, const std::string& key, int rank, 
   ncclUniqueId id{};
   if (rank == 0) {
     const ncclResult_t r = ncclGetUniqueId(&id);
-    if (r != ncclSuccess) {
-      throw DistributedError(rank_text(rank) + ": ncclGetUniqueId(&id) failed: " + nccl_error_text(r, nullptr) +
-                             "; NCCL could not open its bootstrap socket (set NCCL_SOCKET_IFNAME to the network "
-                             "interface that reaches the other ranks)");
-    }
+    SYNCGRAD_CHECK(r == ncclSuccess, DistributedError, rank_text(rank),
+                   ": ncclGetUniqueId(&id) failed: ", nccl_error_text(r, nullptr),
+                   "; NCCL could not open its bootstrap socket (set NCCL_SOCKET_IFNAME to the network interface that "
+                   "reaches the other ranks)");
     store.set(key, distributed::Bytes(id.internal, id.internal + NCCL_UNIQUE_ID_BYTES));
   } else {
     distributed::Bytes value;
@@ -107,12 +106,9 @@ NcclComm::NcclComm(distributed::Store& store, const std::string& key, int rank, 
                                          key + "\"): " + e.what() +
                                          "; rank 0 failed or has not created its NCCL process group");
     }
-    if (value.size() != NCCL_UNIQUE_ID_BYTES) {
-      throw distributed::RendezvousError(rank_text(rank) + ": the NCCL id under store key \"" + key + "\" has " +
-                                         std::to_string(value.size()) + " bytes, not " +
-                                         std::to_string(NCCL_UNIQUE_ID_BYTES) +
-                                         "; another job or program uses the same store (use a fresh store or port)");
-    }
+    SYNCGRAD_CHECK(value.size() == NCCL_UNIQUE_ID_BYTES, distributed::RendezvousError, rank_text(rank),
+                   ": the NCCL id under store key \"", key, "\" has ", value.size(), " bytes, not ",
+                   NCCL_UNIQUE_ID_BYTES, "; another job or program uses the same store (use a fresh store or port)");
     std::memcpy(id.internal, value.data(), NCCL_UNIQUE_ID_BYTES);
   }
 

@@ -14,6 +14,7 @@
 #include "distributed/errors.h"
 #include "distributed/launch_env.h"
 #include "distributed/nccl/nccl_comm.h"
+#include "tensor/check.h"
 #include "tensor/cuda/check.h"
 #include "tensor/cuda/context.h"
 #include "tensor/cuda/register.h"
@@ -228,10 +229,8 @@ std::shared_ptr<Work> launch(const std::shared_ptr<Shared>& shared,
                              const std::function<void(const Enqueue&)>& body) {
   std::lock_guard lock(shared->mutex);
   const std::string description = describe_seq(shared->next_seq);
-  if (!shared->broken.empty()) {
-    throw DistributedError(shared->head(description) + " was not run: the process group failed earlier (" +
-                           shared->broken + "); create a new process group");
-  }
+  SYNCGRAD_CHECK(shared->broken.empty(), DistributedError, shared->head(description),
+                 " was not run: the process group failed earlier (", shared->broken, "); create a new process group");
   ++shared->next_seq;
   try {
     DeviceGuard guard(shared->device);
@@ -267,36 +266,27 @@ std::string describe(const char* collective, uint64_t seq, const Tensor& t, cons
 void check_tensor(const Shared& s, const Tensor& t, const char* collective, const std::string& what) {
   const std::string head = "rank " + std::to_string(s.rank) + ": " + collective + ": " + what;
   const std::string group_device = Device(DeviceType::kCUDA, s.device).str();
-  if (!t.defined()) throw ValueError(head + " is an undefined tensor");
-  if (!t.device().is_cuda()) {
-    throw DeviceError(head + " is on " + t.device().str() + ", but the nccl backend handles CUDA tensors; move it " +
-                      "with .to(" + group_device + ") or use backend \"gloo\" for CPU tensors");
-  }
-  if (t.device().index != s.device) {
-    throw DeviceError(head + " is on " + t.device().str() + ", but this rank's NCCL group uses " + group_device +
-                      " (one GPU per rank); move it with .to(" + group_device + ") or create the group with "
-                      "device_index " + std::to_string(t.device().index));
-  }
-  if (!t.is_contiguous()) {
-    throw ValueError(head + " is not contiguous; pass tensor.contiguous() (collectives work in place on dense "
-                     "memory)");
-  }
+  SYNCGRAD_CHECK(t.defined(), ValueError, head, " is an undefined tensor");
+  SYNCGRAD_CHECK(t.device().is_cuda(), DeviceError, head, " is on ", t.device().str(),
+                 ", but the nccl backend handles CUDA tensors; move it with .to(", group_device,
+                 ") or use backend \"gloo\" for CPU tensors");
+  SYNCGRAD_CHECK(t.device().index == s.device, DeviceError, head, " is on ", t.device().str(),
+                 ", but this rank's NCCL group uses ", group_device, " (one GPU per rank); move it with .to(",
+                 group_device, ") or create the group with device_index ", t.device().index);
+  SYNCGRAD_CHECK(t.is_contiguous(), ValueError, head,
+                 " is not contiguous; pass tensor.contiguous() (collectives work in place on dense memory)");
 }
 
 void check_like(const Shared& s, const Tensor& t, const Tensor& like, const char* collective, const std::string& what) {
   check_tensor(s, t, collective, what);
-  if (t.sizes() != like.sizes() || t.dtype() != like.dtype()) {
-    throw ShapeError("rank " + std::to_string(s.rank) + ": " + collective + ": " + what + " is " +
-                     shape_str(t.sizes()) + " " + dtype_name(t.dtype()) + " but must match " +
-                     shape_str(like.sizes()) + " " + dtype_name(like.dtype()));
-  }
+  SYNCGRAD_CHECK(t.sizes() == like.sizes() && t.dtype() == like.dtype(), ShapeError, "rank ", s.rank, ": ", collective,
+                 ": ", what, " is ", shape_str(t.sizes()), " ", dtype_name(t.dtype()), " but must match ",
+                 shape_str(like.sizes()), " ", dtype_name(like.dtype()));
 }
 
 void check_count(const Shared& s, size_t count, const char* collective, const char* what) {
-  if (static_cast<int>(count) != s.size) {
-    throw ValueError("rank " + std::to_string(s.rank) + ": " + collective + ": got " + std::to_string(count) + " " +
-                     what + " tensors for world size " + std::to_string(s.size) + "; pass one per rank");
-  }
+  SYNCGRAD_CHECK(static_cast<int>(count) == s.size, ValueError, "rank ", s.rank, ": ", collective, ": got ", count, " ",
+                 what, " tensors for world size ", s.size, "; pass one per rank");
 }
 
 // options.device_index, or LOCAL_RANK when negative; DeviceError unless that device exists.
@@ -309,16 +299,12 @@ distributed::ProcessGroupOptions resolve_device(const distributed::ProcessGroupO
   }
   const std::string head = "rank " + std::to_string(rank) + ": the nccl process group";
   const int count = device_count();
-  if (count == 0) {
-    throw DeviceError(head + " needs a CUDA device, but there is none (" + device_count_problem() +
-                      "); use backend \"gloo\" for CPU tensors");
-  }
-  if (resolved.device_index >= count) {
-    throw DeviceError(head + ": device cuda:" + std::to_string(resolved.device_index) + " (from " + source +
-                      ") is out of range: " + std::to_string(count) + " CUDA device(s) visible. NCCL needs one GPU per "
-                      "rank: start at most " + std::to_string(count) + " rank(s) per node, or check "
-                      "CUDA_VISIBLE_DEVICES");
-  }
+  SYNCGRAD_CHECK(count != 0, DeviceError, head, " needs a CUDA device, but there is none (", device_count_problem(),
+                 "); use backend \"gloo\" for CPU tensors");
+  SYNCGRAD_CHECK(resolved.device_index < count, DeviceError, head, ": device cuda:", resolved.device_index, " (from ",
+                 source, ") is out of range: ", count,
+                 " CUDA device(s) visible. NCCL needs one GPU per rank: start at most ", count,
+                 " rank(s) per node, or check CUDA_VISIBLE_DEVICES");
   return resolved;
 }
 
@@ -371,10 +357,8 @@ std::shared_ptr<Work> ProcessGroupNCCL::allreduce(const Tensor& tensor, ReduceOp
 
 std::shared_ptr<Work> ProcessGroupNCCL::broadcast(const Tensor& tensor, int root) {
   check_tensor(*shared_, tensor, "broadcast", "the tensor");
-  if (root < 0 || root >= size()) {
-    throw ValueError("rank " + std::to_string(rank()) + ": broadcast: root " + std::to_string(root) +
-                     " is outside 0.." + std::to_string(size() - 1));
-  }
+  SYNCGRAD_CHECK(root >= 0 && root < size(), ValueError, "rank ", rank(), ": broadcast: root ", root, " is outside 0..",
+                 size() - 1);
   // No arithmetic: any dtype travels as bytes.
   auto body = [&](const Enqueue& q) {
     if (tensor.numel() == 0) return;

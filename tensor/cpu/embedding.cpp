@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "tensor/check.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/embedding.h"
 #include "tensor/threads.h"
@@ -16,11 +17,9 @@ void embedding_kernel(const Tensor& out, const Tensor& weight, const Tensor& ind
   visit_index(indices.dtype(), "embedding", [&]<class I>() {
     const I* idx = static_cast<const I*>(indices.data_ptr());
     for (int64_t m = 0; m < count; ++m) {
-      if (idx[m] < 0 || idx[m] >= num) {
-        throw IndexError("embedding: index " + std::to_string(static_cast<int64_t>(idx[m])) + " (at position " +
-                         std::to_string(m) + ") is out of range for num_embeddings " + std::to_string(num) +
-                         "; indices must be in [0, " + std::to_string(num) + ")");
-      }
+      SYNCGRAD_CHECK(idx[m] >= 0 && idx[m] < num, IndexError, "embedding: index ", static_cast<int64_t>(idx[m]),
+                     " (at position ", m, ") is out of range for num_embeddings ", num, "; indices must be in [0, ",
+                     num, ")");
     }
     visit_all(weight.dtype(), "embedding", [&]<class T>() {
       const T* w = static_cast<const T*>(weight.data_ptr());

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "tensor/check.h"
 #include "tensor/cuda/check.h"
 #include "tensor/cuda/context.h"
 #include "tensor/errors.h"
@@ -30,10 +31,8 @@ BlasHandle& blas_handle(int device) {
   static std::mutex creation;
   static std::array<BlasHandle*, kMaxDevices> handles{};
   check_device_index(device, "cuBLAS handle");
-  if (device >= kMaxDevices) {
-    throw DeviceError("cuBLAS handle: device index " + std::to_string(device) + " exceeds the supported " +
-                      std::to_string(kMaxDevices) + " devices");
-  }
+  SYNCGRAD_CHECK(device < kMaxDevices, DeviceError, "cuBLAS handle: device index ", device, " exceeds the supported ",
+                 kMaxDevices, " devices");
   std::lock_guard<std::mutex> lock(creation);
   if (handles[device] == nullptr) {
     DeviceGuard guard(device);

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "tensor/check.h"
 #include "tensor/cuda/check.h"
 #include "tensor/errors.h"
 
@@ -82,10 +83,8 @@ std::string driver_version() {
 
 void check_device_index(int index, const char* what) {
   int n = device_count();
-  if (index < 0 || index >= n) {
-    throw DeviceError(std::string(what) + ": device index " + std::to_string(index) + " out of range (" +
-                      std::to_string(n) + " CUDA device(s) visible); check CUDA_VISIBLE_DEVICES");
-  }
+  SYNCGRAD_CHECK(index >= 0 && index < n, DeviceError, what, ": device index ", index, " out of range (", n,
+                 " CUDA device(s) visible); check CUDA_VISIBLE_DEVICES");
 }
 
 cudaStream_t compute_stream(int device) {
@@ -93,10 +92,8 @@ cudaStream_t compute_stream(int device) {
   static std::array<cudaStream_t, kMaxDevices> streams{};
   static std::array<bool, kMaxDevices> created{};
   check_device_index(device, "compute stream");
-  if (device >= kMaxDevices) {
-    throw DeviceError("compute stream: device index " + std::to_string(device) + " exceeds the supported " +
-                      std::to_string(kMaxDevices) + " devices");
-  }
+  SYNCGRAD_CHECK(device < kMaxDevices, DeviceError, "compute stream: device index ", device, " exceeds the supported ",
+                 kMaxDevices, " devices");
   std::lock_guard<std::mutex> lock(mutex);
   if (!created[device]) {
     DeviceGuard guard(device);

@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 
+#include "tensor/check.h"
 #include "tensor/cuda/blas.h"
 #include "tensor/cuda/dnn.h"
 #include "tensor/cuda/op_support.h"
@@ -25,10 +26,8 @@ namespace {
 constexpr size_t kWorkspaceLimit = size_t{1} << 30;
 
 int checked_int(int64_t v, const char* what) {
-  if (v > INT_MAX) {
-    throw ValueError(std::string("conv2d: ") + what + " = " + std::to_string(v) +
-                     " exceeds cuDNN's 32-bit sizes; split the batch");
-  }
+  SYNCGRAD_CHECK(v <= INT_MAX, ValueError, "conv2d: ", what, " = ", v,
+                 " exceeds cuDNN's 32-bit sizes; split the batch");
   return static_cast<int>(v);
 }
 

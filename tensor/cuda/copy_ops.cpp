@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "tensor/check.h"
 #include "tensor/cuda/check.h"
 #include "tensor/cuda/context.h"
 #include "tensor/cuda/launch.h"
@@ -45,14 +46,12 @@ void fill_kernel(const Tensor& out, const Scalar& value) {
 }
 
 void copy_kernel(const Tensor& dst, const Tensor& src) {
-  if (dst.device() != src.device()) {
-    throw DeviceError("copy_: the CUDA copy kernel needs both tensors on one device, got " + dst.device().str() +
-                      " and " + src.device().str());
-  }
-  if (dst.sizes() != src.sizes()) {
-    throw ShapeError("copy_: the CUDA copy kernel needs equal shapes (source already expanded), got destination " +
-                     shape_str(dst.sizes()) + " and source " + shape_str(src.sizes()));
-  }
+  SYNCGRAD_CHECK(dst.device() == src.device(), DeviceError,
+                 "copy_: the CUDA copy kernel needs both tensors on one device, got ", dst.device().str(), " and ",
+                 src.device().str());
+  SYNCGRAD_CHECK(dst.sizes() == src.sizes(), ShapeError,
+                 "copy_: the CUDA copy kernel needs equal shapes (source already expanded), got destination ",
+                 shape_str(dst.sizes()), " and source ", shape_str(src.sizes()));
   if (dst.numel() == 0) return;
   on_device("copy_", dst.device(), [&](cudaStream_t stream) {
     if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {

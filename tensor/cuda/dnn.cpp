@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "tensor/check.h"
 #include "tensor/cuda/context.h"
 #include "tensor/errors.h"
 
@@ -28,10 +29,8 @@ DnnHandle& dnn_handle(int device) {
   static std::mutex creation;
   static std::array<DnnHandle*, kMaxDevices> handles{};
   check_device_index(device, "cuDNN handle");
-  if (device >= kMaxDevices) {
-    throw DeviceError("cuDNN handle: device index " + std::to_string(device) + " exceeds the supported " +
-                      std::to_string(kMaxDevices) + " devices");
-  }
+  SYNCGRAD_CHECK(device < kMaxDevices, DeviceError, "cuDNN handle: device index ", device, " exceeds the supported ",
+                 kMaxDevices, " devices");
   std::lock_guard<std::mutex> lock(creation);
   if (handles[device] == nullptr) {
     DeviceGuard guard(device);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/check.h"
 #include "tensor/cuda/blas.h"
 #include "tensor/cuda/gemm_kernels.h"
 #include "tensor/cuda/op_support.h"
@@ -72,10 +73,8 @@ BatchPlan plan_batches(const Tensor& out, const Tensor& a, const Tensor& b) {
 }
 
 int checked_int(int64_t v, const char* what) {
-  if (v > INT_MAX) {
-    throw ValueError(std::string("matmul: ") + what + " = " + std::to_string(v) +
-                     " exceeds cuBLAS's 32-bit limit; split the product");
-  }
+  SYNCGRAD_CHECK(v <= INT_MAX, ValueError, "matmul: ", what, " = ", v,
+                 " exceeds cuBLAS's 32-bit limit; split the product");
   return static_cast<int>(v);
 }
 

@@ -1,6 +1,7 @@
 // Raw elementwise front-ends: argument checks, broadcasting, type promotion, output allocation, dispatch.
 #include "tensor/ops/elementwise.h"
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -68,11 +69,9 @@ const char* compare_op_name(CompareOp op) {
 }
 
 void check_castable(DType from, DType to, const char* op) {
-  if (category(from) > category(to)) {
-    throw DTypeError(std::string(op) + ": the result type " + dtype_name(from) +
-                     " cannot be stored in the in-place target of dtype " + dtype_name(to) +
-                     "; use the out-of-place op or convert the target with .to(" + dtype_name(from) + ")");
-  }
+  SYNCGRAD_CHECK(category(from) <= category(to), DTypeError, op, ": the result type ", dtype_name(from),
+                 " cannot be stored in the in-place target of dtype ", dtype_name(to),
+                 "; use the out-of-place op or convert the target with .to(", dtype_name(from), ")");
 }
 
 namespace raw {
@@ -88,21 +87,18 @@ Tensor prepared(const Tensor& t, const Shape& shape, DType dtype) {
 DType arithmetic_dtype(BinaryOp op, DType promoted, const char* name) {
   if (is_floating(promoted)) return promoted;
   if (op == BinaryOp::div) return default_float_dtype();  // true division
-  if (promoted == DType::boolean && (op == BinaryOp::sub || op == BinaryOp::pow)) {
-    throw DTypeError(std::string(name) + ": not supported on two bool operands (use logical_xor for a bool "
-                     "difference) or convert them with .to()");
-  }
+  SYNCGRAD_CHECK(
+      !(promoted == DType::boolean && (op == BinaryOp::sub || op == BinaryOp::pow)), DTypeError, name,
+      ": not supported on two bool operands (use logical_xor for a bool difference) or convert them with .to()");
   return promoted;
 }
 
 // Refuses an in-place target in which several elements share one memory location (an expanded tensor).
 void check_no_internal_overlap(const Tensor& self, const char* name) {
   for (int64_t d = 0; d < self.dim(); ++d) {
-    if (self.sizes()[d] > 1 && self.strides()[d] == 0) {
-      throw ValueError(std::string(name) + ": the in-place target of shape " + shape_str(self.sizes()) +
-                       " has several elements in one memory location (stride 0 on dim " + std::to_string(d) +
-                       "); call .clone() (or .contiguous()) on it first");
-    }
+    SYNCGRAD_CHECK(self.sizes()[d] <= 1 || self.strides()[d] != 0, ValueError, name, ": the in-place target of shape ",
+                   shape_str(self.sizes()), " has several elements in one memory location (stride 0 on dim ", d,
+                   "); call .clone() (or .contiguous()) on it first");
   }
 }
 
@@ -110,11 +106,9 @@ void check_no_internal_overlap(const Tensor& self, const char* name) {
 void check_inplace_shape(const Tensor& self, const Tensor& other, const char* name) {
   check_same_device(name, self, other);
   Shape shape = broadcast_shapes(self.sizes(), other.sizes(), name);
-  if (shape != self.sizes()) {
-    throw ShapeError(std::string(name) + ": the result shape " + shape_str(shape) +
-                     " differs from the in-place target's shape " + shape_str(self.sizes()) +
-                     " (other operand " + shape_str(other.sizes()) + "); an in-place op cannot grow its target");
-  }
+  SYNCGRAD_CHECK(shape == self.sizes(), ShapeError, name, ": the result shape ", shape_str(shape),
+                 " differs from the in-place target's shape ", shape_str(self.sizes()), " (other operand ",
+                 shape_str(other.sizes()), "); an in-place op cannot grow its target");
   check_no_internal_overlap(self, name);
 }
 
@@ -164,11 +158,10 @@ Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   check_same_device("add", a, b);
   Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "add");
   DType dtype = result_type(a, b);
-  if (dtype == DType::boolean || (alpha.is_floating() && !is_floating(dtype))) {
-    throw DTypeError(std::string("add: alpha = ") + std::to_string(alpha.to_double()) + " is not supported when "
-                     "the operands promote to " + dtype_name(dtype) + " (bool takes no alpha, integers no "
-                     "fractional alpha); convert an operand with .to()");
-  }
+  SYNCGRAD_CHECK(dtype != DType::boolean && !(alpha.is_floating() && !is_floating(dtype)), DTypeError,
+                 "add: alpha = ", std::to_string(alpha.to_double()), " is not supported when the operands promote to ",
+                 dtype_name(dtype),
+                 " (bool takes no alpha, integers no fractional alpha); convert an operand with .to()");
   Tensor out = empty(shape, {.dtype = dtype, .device = a.device()});
   kernels::add_scaled(a.device(), out, prepared(a, shape, dtype), prepared(b, shape, dtype), alpha);
   return out;
@@ -216,10 +209,8 @@ Tensor logical_not(const Tensor& a) {
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  if (cond.dtype() != DType::boolean) {
-    throw DTypeError(std::string("where: the condition must be a bool tensor, got ") + dtype_name(cond.dtype()) +
-                     "; build it with a comparison (x > 0) or .to(DType::boolean)");
-  }
+  SYNCGRAD_CHECK(cond.dtype() == DType::boolean, DTypeError, "where: the condition must be a bool tensor, got ",
+                 dtype_name(cond.dtype()), "; build it with a comparison (x > 0) or .to(DType::boolean)");
   check_same_device("where", cond, a);
   check_same_device("where", a, b);
   Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
@@ -233,18 +224,18 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) { return where(cond, a, wrap_scalar(b, a)); }
 
 Tensor clamp(const Tensor& t, const std::optional<Scalar>& low, const std::optional<Scalar>& high) {
-  if (!low && !high) throw ValueError("clamp: at least one of min and max must be given");
+  SYNCGRAD_CHECK(low || high, ValueError, "clamp: at least one of min and max must be given");
   DType dtype = t.dtype();
   if (low) dtype = promote_types(dtype, result_type(t, *low));
   if (high) dtype = promote_types(dtype, result_type(t, *high));
-  if (dtype == DType::boolean) throw DTypeError("clamp: not supported on bool tensors");
+  SYNCGRAD_CHECK(dtype != DType::boolean, DTypeError, "clamp: not supported on bool tensors");
   Tensor out = empty(t.sizes(), {.dtype = dtype, .device = t.device()});
   kernels::clamp(t.device(), out, to(t, dtype), low, high);
   return out;
 }
 
 Tensor clamp(const Tensor& t, const Tensor& low, const Tensor& high) {
-  if (!low.defined() && !high.defined()) throw ValueError("clamp: at least one of min and max must be given");
+  SYNCGRAD_CHECK(low.defined() || high.defined(), ValueError, "clamp: at least one of min and max must be given");
   Tensor lower = low.defined() ? binary(BinaryOp::maximum, t, low, "clamp") : t;
   return high.defined() ? binary(BinaryOp::minimum, lower, high, "clamp") : lower;
 }
@@ -281,11 +272,11 @@ void mul_(const Tensor& self, const Scalar& value) { binary_(BinaryOp::mul, self
 void div_(const Tensor& self, const Scalar& value) { binary_(BinaryOp::div, self, wrap_scalar(value, self), "div_"); }
 
 void clamp_(const Tensor& self, const std::optional<Scalar>& low, const std::optional<Scalar>& high) {
-  if (!low && !high) throw ValueError("clamp_: at least one of min and max must be given");
+  SYNCGRAD_CHECK(low || high, ValueError, "clamp_: at least one of min and max must be given");
   check_no_internal_overlap(self, "clamp_");
   if (low) check_castable(result_type(self, *low), self.dtype(), "clamp_");
   if (high) check_castable(result_type(self, *high), self.dtype(), "clamp_");
-  if (self.dtype() == DType::boolean) throw DTypeError("clamp_: not supported on bool tensors");
+  SYNCGRAD_CHECK(self.dtype() != DType::boolean, DTypeError, "clamp_: not supported on bool tensors");
   kernels::clamp(self.device(), self, self, low, high);
   self.impl()->storage()->bump_version();
 }

@@ -3,6 +3,7 @@
 // which read them.
 #include "tensor/ops/indexing.h"
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -23,40 +24,35 @@ Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? raw::view(t, {1}) : t; }
 
 void check_index_dtype(const char* op, const Tensor& index, bool allow_int32) {
   DType t = index.dtype();
-  if (t == DType::i64 || (allow_int32 && t == DType::i32)) return;
-  throw DTypeError(std::string(op) + ": index must have dtype int64" + (allow_int32 ? " or int32" : "") +
-                   ", got " + dtype_name(t) + "; convert it with .to(DType::i64)");
+  SYNCGRAD_CHECK(t == DType::i64 || (allow_int32 && t == DType::i32), DTypeError, op, ": index must have dtype int64",
+                 allow_int32 ? " or int32" : "", ", got ", dtype_name(t), "; convert it with .to(DType::i64)");
 }
 
 void check_same_dtype(const char* op, const Tensor& self, const Tensor& src) {
-  if (self.dtype() == src.dtype()) return;
-  throw DTypeError(std::string(op) + ": self has dtype " + dtype_name(self.dtype()) + " but src has dtype " +
-                   dtype_name(src.dtype()) + "; convert src with .to(" + dtype_name(self.dtype()) + ") first");
+  SYNCGRAD_CHECK(self.dtype() == src.dtype(), DTypeError, op, ": self has dtype ", dtype_name(self.dtype()),
+                 " but src has dtype ", dtype_name(src.dtype()), "; convert src with .to(", dtype_name(self.dtype()),
+                 ") first");
 }
 
 void check_list_index(const char* op, const Tensor& index) {
-  if (index.dim() <= 1) return;
-  throw ShapeError(std::string(op) + ": index must be 1-D or 0-d, got shape " + shape_str(index.sizes()) +
-                   "; flatten it or use gather for per-element indices");
+  SYNCGRAD_CHECK(index.dim() <= 1, ShapeError, op, ": index must be 1-D or 0-d, got shape ", shape_str(index.sizes()),
+                 "; flatten it or use gather for per-element indices");
 }
 
 void check_same_rank(const char* op, const Tensor& index, const char* other_name, const Tensor& other) {
-  if (index.dim() == other.dim()) return;
-  throw ShapeError(std::string(op) + ": index has " + std::to_string(index.dim()) + " dims (shape " +
-                   shape_str(index.sizes()) + ") but " + other_name + " has " + std::to_string(other.dim()) +
-                   " (shape " + shape_str(other.sizes()) + "); they need the same number of dims");
+  SYNCGRAD_CHECK(index.dim() == other.dim(), ShapeError, op, ": index has ", index.dim(), " dims (shape ",
+                 shape_str(index.sizes()), ") but ", other_name, " has ", other.dim(), " (shape ",
+                 shape_str(other.sizes()), "); they need the same number of dims");
 }
 
 // index.size(k) <= other.size(k) for every k (except `dim` when skip_dim).
 void check_index_fits(const char* op, const Tensor& index, const char* other_name, const Tensor& other, int64_t dim,
                       bool skip_dim) {
   for (int64_t k = 0; k < index.dim(); ++k) {
-    if ((skip_dim && k == dim) || index.sizes()[k] <= other.sizes()[k]) continue;
-    throw ShapeError(std::string(op) + ": index size " + std::to_string(index.sizes()[k]) + " exceeds " + other_name +
-                     " size " + std::to_string(other.sizes()[k]) + " in dimension " + std::to_string(k) +
-                     " (index shape " + shape_str(index.sizes()) + ", " + other_name + " shape " +
-                     shape_str(other.sizes()) + ")" +
-                     (skip_dim ? "; only dimension " + std::to_string(dim) + " may be larger" : std::string()));
+    SYNCGRAD_CHECK((skip_dim && k == dim) || index.sizes()[k] <= other.sizes()[k], ShapeError, op, ": index size ",
+                   index.sizes()[k], " exceeds ", other_name, " size ", other.sizes()[k], " in dimension ", k,
+                   " (index shape ", shape_str(index.sizes()), ", ", other_name, " shape ", shape_str(other.sizes()),
+                   ")", skip_dim ? "; only dimension " + std::to_string(dim) + " may be larger" : std::string());
   }
 }
 
@@ -95,10 +91,9 @@ Tensor index_select(const Tensor& input, int64_t dim, const Tensor& index) {
   check_index_dtype(op, index, true);
   check_list_index(op, index);
   int64_t d = wrap_dim(dim, input.dim(), op);
-  if (input.dim() == 0 && index.numel() != 1) {
-    throw ShapeError("index_select: a 0-d input takes exactly one index, got " + std::to_string(index.numel()) +
-                     " (index shape " + shape_str(index.sizes()) + ")");
-  }
+  SYNCGRAD_CHECK(input.dim() != 0 || index.numel() == 1, ShapeError,
+                 "index_select: a 0-d input takes exactly one index, got ", index.numel(), " (index shape ",
+                 shape_str(index.sizes()), ")");
   Tensor in = as_1d(input);
   Shape out_shape = in.sizes();
   out_shape[d] = index.numel();
@@ -119,11 +114,9 @@ void index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tens
   Tensor source = as_1d(src);
   Shape expected = target.sizes();
   expected[d] = index.numel();
-  if (source.sizes() != expected) {
-    throw ShapeError("index_add_: src has shape " + shape_str(src.sizes()) + " but self of shape " +
-                     shape_str(self.sizes()) + " with " + std::to_string(index.numel()) + " indices along dimension " +
-                     std::to_string(d) + " needs src of shape " + shape_str(expected));
-  }
+  SYNCGRAD_CHECK(source.sizes() == expected, ShapeError, "index_add_: src has shape ", shape_str(src.sizes()),
+                 " but self of shape ", shape_str(self.sizes()), " with ", index.numel(), " indices along dimension ",
+                 d, " needs src of shape ", shape_str(expected));
   kernels::index_add(self.device(), list_lines(op, target, d, as_1d(index), source.sizes()), source);
   self.impl()->storage()->bump_version();
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -19,7 +20,7 @@ bool is_legacy_empty(const Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
 }  // namespace
 
 CatPlan plan_cat(const std::vector<Tensor>& tensors, int64_t dim, const char* op) {
-  if (tensors.empty()) throw ValueError(std::string(op) + ": expected a non-empty list of tensors");
+  SYNCGRAD_CHECK(!tensors.empty(), ValueError, op, ": expected a non-empty list of tensors");
   CatPlan plan;
   plan.dtype = tensors[0].dtype();
   plan.skipped.assign(tensors.size(), false);
@@ -27,10 +28,8 @@ CatPlan plan_cat(const std::vector<Tensor>& tensors, int64_t dim, const char* op
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     check_same_device(op, tensors[0], t);
-    if (t.dim() == 0) {
-      throw ShapeError(std::string(op) + ": tensor " + std::to_string(i) +
-                       " is 0-d and cannot be concatenated; unsqueeze it first or use stack");
-    }
+    SYNCGRAD_CHECK(t.dim() != 0, ShapeError, op, ": tensor ", i,
+                   " is 0-d and cannot be concatenated; unsqueeze it first or use stack");
     plan.dtype = promote_types(plan.dtype, t.dtype());
     plan.skipped[i] = is_legacy_empty(t);
     if (ref < 0 && !plan.skipped[i]) ref = static_cast<int64_t>(i);
@@ -48,19 +47,14 @@ CatPlan plan_cat(const std::vector<Tensor>& tensors, int64_t dim, const char* op
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (plan.skipped[i]) continue;
     const Tensor& t = tensors[i];
-    if (t.dim() != first.dim()) {
-      throw ShapeError(std::string(op) + ": tensor " + std::to_string(i) + " has " + std::to_string(t.dim()) +
-                       " dims (shape " + shape_str(t.sizes()) + ") but tensor " + std::to_string(ref) + " has " +
-                       std::to_string(first.dim()) + " (shape " + shape_str(first.sizes()) +
-                       "); all tensors need the same number of dims");
-    }
+    SYNCGRAD_CHECK(t.dim() == first.dim(), ShapeError, op, ": tensor ", i, " has ", t.dim(), " dims (shape ",
+                   shape_str(t.sizes()), ") but tensor ", ref, " has ", first.dim(), " (shape ",
+                   shape_str(first.sizes()), "); all tensors need the same number of dims");
     for (int64_t k = 0; k < t.dim(); ++k) {
-      if (k == plan.dim || t.sizes()[k] == first.sizes()[k]) continue;
-      throw ShapeError(std::string(op) + ": sizes must match except in dimension " + std::to_string(plan.dim) +
-                       ", but tensor " + std::to_string(i) + " has shape " + shape_str(t.sizes()) + " and tensor " +
-                       std::to_string(ref) + " has shape " + shape_str(first.sizes()) + " (dimension " +
-                       std::to_string(k) + ": " + std::to_string(t.sizes()[k]) + " vs " +
-                       std::to_string(first.sizes()[k]) + ")");
+      SYNCGRAD_CHECK(k == plan.dim || t.sizes()[k] == first.sizes()[k], ShapeError, op,
+                     ": sizes must match except in dimension ", plan.dim, ", but tensor ", i, " has shape ",
+                     shape_str(t.sizes()), " and tensor ", ref, " has shape ", shape_str(first.sizes()),
+                     " (dimension ", k, ": ", t.sizes()[k], " vs ", first.sizes()[k], ")");
     }
     plan.shape[plan.dim] += t.sizes()[plan.dim];
   }
@@ -73,18 +67,16 @@ namespace {
 
 // The wrapped dim for split/chunk of `t` (which must have at least 1 dim).
 int64_t split_dim(const Tensor& t, int64_t dim, const char* op) {
-  if (t.dim() == 0) throw ShapeError(std::string(op) + ": expects a tensor with at least 1 dimension, got a 0-d tensor");
+  SYNCGRAD_CHECK(t.dim() != 0, ShapeError, op, ": expects a tensor with at least 1 dimension, got a 0-d tensor");
   return wrap_dim(dim, t.dim(), op);
 }
 
 // Lengths along `dim` of the pieces that split / chunk produce (dim already valid for t).
 Shape split_lengths(const Tensor& t, int64_t split_size, int64_t dim) {
   int64_t size = t.sizes()[dim];
-  if (split_size < 0 || (split_size == 0 && size > 0)) {
-    throw ValueError("split: split_size must be positive (0 only for an empty dimension), got " +
-                     std::to_string(split_size) + " for dimension " + std::to_string(dim) + " of size " +
-                     std::to_string(size));
-  }
+  SYNCGRAD_CHECK(split_size >= 0 && !(split_size == 0 && size > 0), ValueError,
+                 "split: split_size must be positive (0 only for an empty dimension), got ", split_size,
+                 " for dimension ", dim, " of size ", size);
   if (size == 0) return {0};
   Shape lengths;
   for (int64_t start = 0; start < size; start += split_size) lengths.push_back(std::min(split_size, size - start));
@@ -92,7 +84,7 @@ Shape split_lengths(const Tensor& t, int64_t split_size, int64_t dim) {
 }
 
 Shape chunk_lengths(const Tensor& t, int64_t chunks, int64_t dim) {
-  if (chunks <= 0) throw ValueError("chunk: the number of chunks must be positive, got " + std::to_string(chunks));
+  SYNCGRAD_CHECK(chunks > 0, ValueError, "chunk: the number of chunks must be positive, got ", chunks);
   int64_t size = t.sizes()[dim];
   // An empty dimension still gives `chunks` (empty) pieces.
   if (size == 0) return Shape(static_cast<size_t>(chunks), 0);
@@ -103,16 +95,11 @@ Shape chunk_lengths(const Tensor& t, int64_t chunks, int64_t dim) {
 void check_split_sizes(const Tensor& t, const Shape& lengths, int64_t dim) {
   int64_t size = t.sizes()[dim];
   for (int64_t length : lengths) {
-    if (length < 0) {
-      throw ValueError("split: split sizes must be non-negative, got " + shape_str(lengths));
-    }
+    SYNCGRAD_CHECK(length >= 0, ValueError, "split: split sizes must be non-negative, got ", shape_str(lengths));
   }
   int64_t total = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
-  if (total != size) {
-    throw ValueError("split: split sizes " + shape_str(lengths) + " add up to " + std::to_string(total) +
-                     " but dimension " + std::to_string(dim) + " has size " + std::to_string(size) + " (shape " +
-                     shape_str(t.sizes()) + ")");
-  }
+  SYNCGRAD_CHECK(total == size, ValueError, "split: split sizes ", shape_str(lengths), " add up to ", total,
+                 " but dimension ", dim, " has size ", size, " (shape ", shape_str(t.sizes()), ")");
 }
 
 std::vector<Tensor> narrow_pieces(const Tensor& t, const Shape& lengths, int64_t dim) {
@@ -144,16 +131,15 @@ Tensor cat_named(const std::vector<Tensor>& tensors, int64_t dim, const char* op
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) { return cat_named(tensors, dim, "cat"); }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (tensors.empty()) throw ValueError("stack: expected a non-empty list of tensors");
+  SYNCGRAD_CHECK(!tensors.empty(), ValueError, "stack: expected a non-empty list of tensors");
   const Tensor& first = tensors[0];
   int64_t d = wrap_dim(dim, first.dim() + 1, "stack");
   std::vector<Tensor> unsqueezed;
   unsqueezed.reserve(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (tensors[i].sizes() != first.sizes()) {
-      throw ShapeError("stack: tensor " + std::to_string(i) + " has shape " + shape_str(tensors[i].sizes()) +
-                       " but tensor 0 has shape " + shape_str(first.sizes()) + "; stack needs equal shapes");
-    }
+    SYNCGRAD_CHECK(tensors[i].sizes() == first.sizes(), ShapeError, "stack: tensor ", i, " has shape ",
+                   shape_str(tensors[i].sizes()), " but tensor 0 has shape ", shape_str(first.sizes()),
+                   "; stack needs equal shapes");
     unsqueezed.push_back(unsqueeze(tensors[i], d));
   }
   return cat_named(unsqueezed, d, "stack");

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tensor/check.h"
 #include "tensor/io/safetensors.h"
 
 namespace syncgrad::train {
@@ -33,10 +34,8 @@ std::vector<std::map<std::string, double>> groups_from_json(const std::string& t
 const std::string& require(const std::map<std::string, std::string>& metadata, const std::string& key,
                            const std::string& file) {
   auto it = metadata.find(key);
-  if (it == metadata.end()) {
-    throw ValueError("checkpoint " + file + ": metadata field \"" + key +
-                     "\" is missing; the file was not written by syncgrad-train (use --init-from for plain weights)");
-  }
+  SYNCGRAD_CHECK(it != metadata.end(), ValueError, "checkpoint ", file, ": metadata field \"", key,
+                 "\" is missing; the file was not written by syncgrad-train (use --init-from for plain weights)");
   return it->second;
 }
 
@@ -45,16 +44,13 @@ const std::string& require(const std::map<std::string, std::string>& metadata, c
 void ensure_writable_directory(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    throw IOError("--checkpoint-dir: cannot create \"" + dir + "\": " + ec.message() +
-                  "; choose a writable directory");
-  }
+  SYNCGRAD_CHECK(!ec, IOError, "--checkpoint-dir: cannot create \"", dir, "\": ", ec.message(),
+                 "; choose a writable directory");
   std::string probe = join(dir, ".syncgrad-write-probe");
   {
     std::ofstream out(probe);
-    if (!out || !(out << "ok") || !out.flush()) {
-      throw IOError("--checkpoint-dir: \"" + dir + "\" is not writable; choose a writable directory");
-    }
+    SYNCGRAD_CHECK(out && out << "ok" && out.flush(), IOError, "--checkpoint-dir: \"", dir,
+                   "\" is not writable; choose a writable directory");
   }
   std::filesystem::remove(probe, ec);
 }
@@ -91,13 +87,11 @@ TrainingPosition load_checkpoint(const std::string& path, const std::string& mod
   std::string file = std::filesystem::is_directory(path) ? join(path, kCheckpointFile) : path;
   io::SafetensorsContents contents = io::load_safetensors(file);
   const auto& meta = contents.metadata;
-  if (require(meta, "format", file) != kFormat) {
-    throw ValueError("checkpoint " + file + ": format \"" + meta.at("format") + "\" is not " + kFormat);
-  }
-  if (require(meta, "model", file) != model_name) {
-    throw ValueError("checkpoint " + file + " holds a \"" + meta.at("model") + "\" model but --model is \"" +
-                     model_name + "\"; pass --model " + meta.at("model") + " or another checkpoint");
-  }
+  SYNCGRAD_CHECK(require(meta, "format", file) == kFormat, ValueError, "checkpoint ", file, ": format \"",
+                 meta.at("format"), "\" is not ", kFormat);
+  SYNCGRAD_CHECK(require(meta, "model", file) == model_name, ValueError, "checkpoint ", file, " holds a \"",
+                 meta.at("model"), "\" model but --model is \"", model_name, "\"; pass --model ", meta.at("model"),
+                 " or another checkpoint");
   nn::StateDict weights;
   optim::OptimizerStateDict opt_state;
   for (const auto& [name, t] : contents.tensors) {

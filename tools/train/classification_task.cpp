@@ -10,6 +10,7 @@
 #include "data/transforms.h"
 #include "models/models.h"
 #include "syncgrad.h"
+#include "tensor/check.h"
 
 namespace syncgrad::train {
 
@@ -64,13 +65,11 @@ std::unique_ptr<Task> make_cifar10_task(const TrainConfig& c) {
   std::string dir = c.data_dir;
   if (dir.empty()) {
     const char* env = std::getenv("SYNCGRAD_CIFAR10_DIR");
-    if (env == nullptr || *env == '\0') {
-      throw IOError(
-          "--dataset cifar10 needs the CIFAR-10 binary version: download cifar-10-binary.tar.gz from "
-          "https://www.cs.toronto.edu/~kriz/cifar.html, unpack it and pass --data-dir .../cifar-10-batches-bin "
-          "(the directory with data_batch_1.bin .. data_batch_5.bin and test_batch.bin), or set "
-          "SYNCGRAD_CIFAR10_DIR");
-    }
+    SYNCGRAD_CHECK(
+        env != nullptr && *env != '\0', IOError,
+        "--dataset cifar10 needs the CIFAR-10 binary version: download cifar-10-binary.tar.gz from "
+        "https://www.cs.toronto.edu/~kriz/cifar.html, unpack it and pass --data-dir .../cifar-10-batches-bin (the "
+        "directory with data_batch_1.bin .. data_batch_5.bin and test_batch.bin), or set SYNCGRAD_CIFAR10_DIR");
     dir = env;
   }
   // The per-channel mean and standard deviation of the CIFAR-10 training images (pixels scaled to [0, 1]).

@@ -3,20 +3,18 @@
 
 #include "distributed/init.h"
 #include "distributed/launch_env.h"
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::train {
 
 GroupMembership::GroupMembership(const TrainConfig& c, const std::string& backend, Device device) {
   const bool launched = distributed::read_launch_env(false).world_size > 1;
-  if (c.parallel == Parallelism::kDataParallel && launched) {
-    throw ValueError("--parallel dp runs in one process, but WORLD_SIZE > 1 says this is one of several; run it "
-                     "without syncgrad-launch, or use --parallel ddp");
-  }
-  if (c.parallel == Parallelism::kNone && launched) {
-    throw ValueError("--parallel none with WORLD_SIZE > 1 would train independent copies; use --parallel ddp "
-                     "(or auto)");
-  }
+  SYNCGRAD_CHECK(c.parallel != Parallelism::kDataParallel || !launched, ValueError,
+                 "--parallel dp runs in one process, but WORLD_SIZE > 1 says this is one of several; run it without "
+                 "syncgrad-launch, or use --parallel ddp");
+  SYNCGRAD_CHECK(c.parallel != Parallelism::kNone || !launched, ValueError,
+                 "--parallel none with WORLD_SIZE > 1 would train independent copies; use --parallel ddp (or auto)");
   const bool joins = c.parallel == Parallelism::kDistributed || (c.parallel == Parallelism::kAuto && launched);
   if (!joins) return;
   distributed::InitOptions options;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/join.h"
 
@@ -31,11 +32,9 @@ double LossWatch::check() {
 }
 
 void LossWatch::verify(double value, const LossPosition& where) const {
-  if (std::isfinite(value)) return;
-  throw NonFiniteLossError("training stopped: the loss became " + std::to_string(value) + " at step " +
-                           std::to_string(where.step) + " (epoch " + std::to_string(where.epoch) + ", batch " +
-                           std::to_string(where.batch) + ") on rank " + std::to_string(rank_) +
-                           "; lower --lr (now " + std::to_string(lr_) + ") or check the input data");
+  SYNCGRAD_CHECK(std::isfinite(value), NonFiniteLossError, "training stopped: the loss became ", std::to_string(value),
+                 " at step ", where.step, " (epoch ", where.epoch, ", batch ", where.batch, ") on rank ", rank_,
+                 "; lower --lr (now ", std::to_string(lr_), ") or check the input data");
 }
 
 }  // namespace syncgrad::train

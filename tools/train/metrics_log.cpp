@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::train {
@@ -13,10 +14,8 @@ MetricsLog::MetricsLog(const std::string& path) {
   jsonl_ = path.size() >= 6 && path.substr(path.size() - 6) == ".jsonl";
   bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
   out_.open(path, std::ios::app);
-  if (!out_) {
-    throw IOError("--log-file: cannot open \"" + path + "\" for appending: " + std::strerror(errno) +
-                  "; check that the directory exists and is writable");
-  }
+  SYNCGRAD_CHECK(out_, IOError, "--log-file: cannot open \"", path, "\" for appending: ", std::strerror(errno),
+                 "; check that the directory exists and is writable");
   if (!jsonl_ && fresh) {
     out_ << "step,epoch,loss,lr,samples_per_second,elapsed_seconds,data_wait_percent,loss_scale,skipped_steps\n";
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "models/models.h"
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tools/train/classification_task.h"
 #include "tools/train/text_task.h"
@@ -71,11 +72,10 @@ std::unique_ptr<Task> make_task(const TrainConfig& c) {
   const std::string dataset = c.dataset.empty() ? default_dataset_for(c.model) : c.dataset;
   for (const DatasetEntry& entry : dataset_table()) {
     if (entry.name != dataset) continue;
-    if (std::find(entry.models.begin(), entry.models.end(), c.model) == entry.models.end()) {
-      throw ValueError("--model " + c.model + " does not fit --dataset " + dataset + "; models for " + dataset + ": " +
-                       joined(entry.models) + " (or leave --dataset out: " + c.model + " trains on " +
-                       default_dataset_for(c.model) + ")");
-    }
+    SYNCGRAD_CHECK(std::find(entry.models.begin(), entry.models.end(), c.model) != entry.models.end(), ValueError,
+                   "--model ", c.model, " does not fit --dataset ", dataset, "; models for ", dataset, ": ",
+                   joined(entry.models), " (or leave --dataset out: ", c.model, " trains on ",
+                   default_dataset_for(c.model), ")");
     return entry.make(c);
   }
   throw ValueError("--dataset: unknown dataset \"" + dataset + "\"; known: " + joined(trainer_dataset_names()));

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 
 namespace syncgrad::train {
@@ -23,7 +24,7 @@ std::string where_to_get_text(const std::string& path) {
 std::string read_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) throw IOError("--dataset text: cannot read \"" + file.string() + "\"");
+  SYNCGRAD_CHECK(in.good() || in.eof(), IOError, "--dataset text: cannot read \"", file.string(), "\"");
   return bytes;
 }
 
@@ -37,24 +38,21 @@ bool is_text_file(const fs::directory_entry& entry) {
 TextCorpus read_text_corpus(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
-  if (ec || !fs::exists(status)) {
-    throw IOError("--dataset text: \"" + path + "\" does not exist" + where_to_get_text(path));
-  }
+  SYNCGRAD_CHECK(!ec && fs::exists(status), IOError, "--dataset text: \"", path, "\" does not exist",
+                 where_to_get_text(path));
   TextCorpus corpus;
   if (fs::is_directory(status)) {
     for (const fs::directory_entry& entry : fs::directory_iterator(path, ec)) {
       if (is_text_file(entry)) corpus.files.push_back(entry.path().string());
     }
-    if (ec) throw IOError("--dataset text: cannot list \"" + path + "\": " + ec.message());
+    SYNCGRAD_CHECK(!ec, IOError, "--dataset text: cannot list \"", path, "\": ", ec.message());
     std::sort(corpus.files.begin(), corpus.files.end());
   } else {
     corpus.files.push_back(path);
   }
   for (const std::string& file : corpus.files) corpus.bytes += read_file(file);
-  if (corpus.bytes.empty()) {
-    throw IOError("--dataset text: \"" + path + "\" holds no text (" + std::to_string(corpus.files.size()) +
-                  " file(s) read, .dat files and symlinks skipped)" + where_to_get_text(path));
-  }
+  SYNCGRAD_CHECK(!corpus.bytes.empty(), IOError, "--dataset text: \"", path, "\" holds no text (", corpus.files.size(),
+                 " file(s) read, .dat files and symlinks skipped)", where_to_get_text(path));
   return corpus;
 }
 

@@ -7,6 +7,7 @@
 #include "distributed/launch_env.h"
 #include "models/gpt.h"
 #include "syncgrad.h"
+#include "tensor/check.h"
 #include "tools/train/cpu_peak.h"
 #include "tools/train/text_corpus.h"
 
@@ -60,11 +61,10 @@ class TextTask : public Task {
     const auto n = static_cast<int64_t>(corpus.bytes.size());
     const int64_t train_tokens = static_cast<int64_t>(kTrainFraction * static_cast<double>(n));
     const int64_t block = model_config_.block_size;
-    if (train_tokens < block + 1 || n - train_tokens < block + 1) {
-      throw ValueError("--dataset text: \"" + path_ + "\" holds " + std::to_string(n) + " bytes; the 90%/10% "
-                       "train/validation split needs at least block_size + 1 = " + std::to_string(block + 1) +
-                       " in each part (use more text or a smaller block_size in --model-config)");
-    }
+    SYNCGRAD_CHECK(train_tokens >= block + 1 && n - train_tokens >= block + 1, ValueError, "--dataset text: \"", path_,
+                   "\" holds ", n,
+                   " bytes; the 90%/10% train/validation split needs at least block_size + 1 = ", block + 1,
+                   " in each part (use more text or a smaller block_size in --model-config)");
     Tensor tokens = empty({n}, {.dtype = DType::i64});  // (N)
     int64_t* dst = tokens.data_ptr<int64_t>();
     for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<unsigned char>(corpus.bytes[static_cast<size_t>(i)]);

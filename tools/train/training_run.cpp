@@ -6,6 +6,7 @@
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "syncgrad.h"
+#include "tensor/check.h"
 #include "tools/train/training_checkpoint.h"
 #include "tools/train/training_device.h"
 
@@ -48,13 +49,12 @@ void check_combinations(const TrainConfig& c, bool several_processes) {
   // --amp: forward and loss under autocast (parameters and optimizer state stay float32); fp16 also scales the
   // loss against gradient underflow and skips steps whose gradients overflow (GradScaler; under DDP the
   // gradients are averaged first, so every rank skips the same steps); bf16 has float32's range, no scaling.
-  if (c.amp != AmpMode::kOff && c.parallel == Parallelism::kDataParallel) {
-    throw ValueError("--amp " + to_string(c.amp) + " with --parallel dp: DataParallel's replica threads do not "
-                     "inherit the autocast scope; use --parallel ddp (or none)");
-  }
-  if (c.sync_batch_norm && !several_processes) {
-    throw ValueError("--sync-batch-norm needs several processes (run under syncgrad-launch with --parallel ddp)");
-  }
+  SYNCGRAD_CHECK(c.amp == AmpMode::kOff || c.parallel != Parallelism::kDataParallel, ValueError, "--amp ",
+                 to_string(c.amp),
+                 " with --parallel dp: DataParallel's replica threads do not inherit the autocast scope; use "
+                 "--parallel ddp (or none)");
+  SYNCGRAD_CHECK(!c.sync_batch_norm || several_processes, ValueError,
+                 "--sync-batch-norm needs several processes (run under syncgrad-launch with --parallel ddp)");
 }
 
 }  // namespace
