@@ -55,7 +55,9 @@ void add_model_options(CLI::App& app, TrainConfig& c) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--epochs", c.epochs, "passes over the training set")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--batch-size", c.batch_size, "samples per optimizer step")
+  app.add_option("--batch-size", c.batch_size,
+                 "samples per optimizer step and process: under DDP each rank takes this many, so the global batch "
+                 "is --batch-size x --accumulate x world size (the start-up line prints it)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--lr", c.lr, "learning rate (the peak, with --lr-schedule cosine)")

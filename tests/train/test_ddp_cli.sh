@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # syncgrad-train under syncgrad-launch with 2 ranks (DDP over gloo on 127.0.0.1): only rank 0 prints, logs and
-# saves; N steps + save + resume + N steps equals 2N steps (model.safetensors byte for byte); --accumulate;
+# saves; the start-up line gives the global batch; N steps + save + resume + N steps equals 2N steps
+# (model.safetensors byte for byte); --accumulate;
 # --parallel dp in one process (and refused under the launcher);
 # a bad --comm-hook; a rank killed mid-training makes the launcher exit non-zero naming it, quickly.
 # Usage: test_ddp_cli.sh path/to/syncgrad-launch path/to/syncgrad-train
@@ -17,6 +18,7 @@ out=$(run2 --max-steps 40 --log-every 20 --checkpoint-dir "$tmp/a" --log-file "$
 echo "$out" | tail -4
 check "2-rank run succeeds" test $status -eq 0
 check "it trains with DDP on 2 processes" grep -q "2 processes (DDP over gloo" <<<"$out"
+check "the start-up line gives the batch per rank and the global batch" grep -q "batch 64 per rank, global 128" <<<"$out"
 check "the progress line shows the exposed communication" grep -q "comm exposed" <<<"$out"
 check "only rank 0 prints progress" test "$(grep -c '^\[rank1\]: epoch' <<<"$out")" -eq 0
 check "rank 0 reports the result" grep -q '^\[rank0\]: done: 40 steps' <<<"$out"
@@ -32,7 +34,7 @@ check "40 + resume + 40 steps gives the weights of 80 steps" cmp -s "$tmp/a/mode
 
 out=$(run2 --max-steps 10 --log-every 5 --accumulate 3 2>&1); status=$?
 check "--accumulate 3 runs" test $status -eq 0
-check "--accumulate is reported" grep -q "batch 64 x 3 accumulated" <<<"$out"
+check "--accumulate is reported, in the global batch too" grep -q "batch 64 x 3 accumulated per rank, global 384" <<<"$out"
 
 out=$(run2 --max-steps 5 --comm-hook zip 2>&1); status=$?
 check "an unknown --comm-hook fails" test $status -ne 0

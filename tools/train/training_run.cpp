@@ -139,11 +139,15 @@ void TrainingRun::build_loader() {
                                   : steps_per_epoch * c.epochs;
 }
 
-// E.g. "training mlp on 60000 images (...), 1 epoch(s), batch 64, sgd lr 0.05, 1 thread(s), 2 data worker(s)".
+// E.g. "training mlp on 60000 images (...), 1 epoch(s), batch 64, sgd lr 0.05, 1 thread(s), 2 data worker(s)";
+// under DDP the batch is per rank, and the line also gives the global one ("batch 64 per rank, global 128").
 void TrainingRun::print_plan() const {
   const TrainConfig& c = config;
+  const std::string accumulated = c.accumulate > 1 ? " x " + std::to_string(c.accumulate) + " accumulated" : "";
   out << "training " << c.model << " on " << task->description() << ", " << c.epochs << " epoch(s), batch "
-      << c.batch_size << (c.accumulate > 1 ? " x " + std::to_string(c.accumulate) + " accumulated" : "") << ", "
+      << c.batch_size << accumulated;
+  if (ddp) out << " per rank, global " << c.batch_size * c.accumulate * world;
+  out << ", "
       << to_string(c.optimizer) << " lr " << c.lr << ", "
       << (device.is_cpu() ? std::to_string(c.threads) + " thread(s)" : device.str()) << ", " << c.workers
       << " data worker(s)";
