@@ -47,9 +47,12 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
       options_(std::move(options)) {
   SYNCGRAD_CHECK(module_, ValueError, "DistributedDataParallel: the module is null");
   SYNCGRAD_CHECK(group_, ValueError, "DistributedDataParallel: the process group is null");
-  SYNCGRAD_CHECK(!(options_.bucket_cap_mb <= 0 || options_.first_bucket_mb <= 0), ValueError,
-                 "DistributedDataParallel: bucket_cap_mb and first_bucket_mb must be positive (got ",
-                 std::to_string(options_.bucket_cap_mb), " and ", std::to_string(options_.first_bucket_mb), ")");
+  // Written so that NaN fails too; the cap keeps the conversion to bytes defined.
+  const auto bucket_size_ok = [](double mib) { return mib > 0 && mib <= kMaxBucketMiB; };
+  SYNCGRAD_CHECK(bucket_size_ok(options_.bucket_cap_mb) && bucket_size_ok(options_.first_bucket_mb), ValueError,
+                 "DistributedDataParallel: bucket_cap_mb and first_bucket_mb must be positive and at most ",
+                 std::to_string(kMaxBucketMiB), " MiB (got ", std::to_string(options_.bucket_cap_mb), " and ",
+                 std::to_string(options_.first_bucket_mb), ")");
   register_module("module", module_);
   if (!options_.comm_hook) options_.comm_hook = allreduce_hook();
   check_same_on_all_ranks(*group_, describe(*module_, options_, *options_.comm_hook), "DistributedDataParallel");

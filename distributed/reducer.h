@@ -19,8 +19,11 @@
 
 namespace syncgrad::distributed {
 
+// The largest bucket DDPOptions accepts, in MiB (1 TiB: far beyond any model, small enough for size_t bytes).
+inline constexpr double kMaxBucketMiB = 1024.0 * 1024.0;
+
 struct DDPOptions {
-  double bucket_cap_mb = 25;
+  double bucket_cap_mb = 25;  // (0, kMaxBucketMiB]
   double first_bucket_mb = 1;
   bool broadcast_buffers = true;
   bool gradient_as_bucket_view = false;

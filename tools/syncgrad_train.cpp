@@ -1,9 +1,12 @@
 // syncgrad-train: trains a bundled model (Fashion-MNIST, CIFAR-10 or a text file; tools/train/task.h). With no arguments it trains the CNN for one epoch
 // on the data Debian's dataset-fashion-mnist installs and prints the test accuracy (the README's main job).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "syncgrad.h"
@@ -77,7 +80,18 @@ void add_model_options(CLI::App& app, TrainConfig& c) {
 // Where and how fast: seed, threads, device, data workers; the files a run reads and writes.
 void add_run_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--seed", c.seed, "seed for initialisation, shuffling and random ops")->capture_default_str();
-  app.add_option("--threads", c.threads, "intra-op CPU threads")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--threads", c.threads, "intra-op CPU threads (at most 4 per hardware thread of this machine)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            const long threads = std::strtol(text.c_str(), nullptr, 10);
+            const long most = 4L * std::max(1u, std::thread::hardware_concurrency());
+            return threads >= 1 && threads <= most
+                       ? std::string()
+                       : text + " is out of range: use 1 to " + std::to_string(most) + " (this machine has " +
+                             std::to_string(most / 4) + " hardware threads)";
+          },
+          "1 to 4 per hardware thread"))
+      ->capture_default_str();
   add_parsed(app, "--device", c.device, train::parse_device_choice,
              "where to train: cpu, cuda (one GPU per process; under syncgrad-launch rank r of a node takes "
              "cuda:LOCAL_RANK) or cuda:N");
@@ -122,7 +136,14 @@ void add_parallel_options(CLI::App& app, TrainConfig& c) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--bucket-cap-mb", c.bucket_cap_mb, "DDP gradient bucket size in MiB")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            const double mib = std::strtod(text.c_str(), nullptr);
+            return mib > 0 && mib <= syncgrad::distributed::kMaxBucketMiB
+                       ? std::string()
+                       : text + " is not a number of MiB above 0 and at most 1048576";
+          },
+          "MiB in (0, 1048576]"))
       ->capture_default_str();
   add_parsed(app, "--comm-hook", c.comm_hook, train::parse_comm_hook_choice,
              "DDP gradient reduction: allreduce, fp16, bf16, powersgd or powersgd:R");
