@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <optional>
 #include <system_error>
 
 #include "tensor/check.h"
 #include "tensor/errors.h"
+#include "tensor/numel.h"
 #include "tensor/ops/factories.h"
 
 namespace syncgrad::data {
@@ -74,6 +76,17 @@ class ByteSource {
 
   const char* kind() const { return gzipped_ ? "gzipped" : "raw"; }
 
+  // Bytes left to read in a raw file; none for a gzipped one, whose size is known only once it is inflated.
+  std::optional<uint64_t> raw_bytes_left() const {
+    if (raw_ == nullptr) return std::nullopt;
+    long here = std::ftell(raw_);
+    if (here < 0 || std::fseek(raw_, 0, SEEK_END) != 0) return std::nullopt;
+    long end = std::ftell(raw_);
+    std::fseek(raw_, here, SEEK_SET);
+    if (end < here) return std::nullopt;
+    return static_cast<uint64_t>(end - here);
+  }
+
  private:
   std::string path_;
   bool gzipped_ = false;
@@ -108,8 +121,12 @@ Tensor read_idx_u8(const std::string& path, int ndim) {
   Shape shape;
   for (int d = 0; d < ndim; ++d) shape.push_back(big_endian_u32(header + 4 + 4 * d));
 
+  // Checked before allocating: a 16-byte header can promise 2^64 elements, or gigabytes the file does not have.
+  size_t expected = checked_nbytes(shape, 1, "read_idx '" + path + "'");
+  std::optional<uint64_t> left = source.raw_bytes_left();
+  SYNCGRAD_CHECK(!left || *left >= expected, ValueError, "read_idx '", path, "' (", source.kind(),
+                 "): truncated data: expected ", expected, " bytes, found ", *left);
   Tensor out = empty(shape, {.dtype = DType::u8});
-  size_t expected = static_cast<size_t>(out.numel());
   size_t found = source.read(out.data_ptr(), expected);
   SYNCGRAD_CHECK(found >= expected, ValueError, "read_idx '", path, "' (", source.kind(),
                  "): truncated data: expected ", expected, " bytes, found ", found);

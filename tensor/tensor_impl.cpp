@@ -1,5 +1,7 @@
-// TensorImpl: cached numel and contiguity.
+// TensorImpl: cached numel (overflow-checked) and contiguity.
 #include "tensor/tensor_impl.h"
+
+#include "tensor/numel.h"
 
 namespace syncgrad {
 
@@ -23,8 +25,7 @@ void TensorImpl::set_data(const TensorImpl& source) {
 }
 
 void TensorImpl::refresh() {
-  numel_ = 1;
-  for (int64_t s : sizes_) numel_ *= s;
+  numel_ = checked_numel(sizes_, "tensor");
   contiguous_ = true;
   int64_t expected = 1;
   for (size_t i = sizes_.size(); i-- > 0;) {

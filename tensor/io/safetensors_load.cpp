@@ -15,6 +15,7 @@
 #include "tensor/errors.h"
 #include "tensor/io/safetensors.h"
 #include "tensor/io/safetensors_dtype.h"
+#include "tensor/numel.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
 
@@ -138,13 +139,17 @@ Entry parse_entry(const Reader& reader, const std::string& name, const Json& val
   const Json& shape_value = value["shape"];
   if (!shape_value.is_array()) reader.invalid(where + ": field 'shape' is not an array: " + shape_value.dump());
   Shape shape;
-  uint64_t numel = 1;
-  bool overflow = false;
+  bool too_many_elements = false;
   for (const Json& extent : shape_value) {
     uint64_t size = as_unsigned(reader, extent, name + ".shape");
-    if (size > static_cast<uint64_t>(INT64_MAX)) overflow = true;
-    overflow = overflow || __builtin_mul_overflow(numel, size, &numel);
+    too_many_elements = too_many_elements || size > static_cast<uint64_t>(INT64_MAX);
     shape.push_back(static_cast<int64_t>(size));
+  }
+  int64_t numel = 0;
+  too_many_elements = too_many_elements || !numel_fits(shape, numel);
+  if (too_many_elements) {
+    reader.invalid(where + ": shape " + shape_str(shape) + " of " + dtype_value.get<std::string>() +
+                   " has 2^63 or more elements (more than int64 can count)");
   }
 
   const Json& offsets = value["data_offsets"];
@@ -156,7 +161,7 @@ Entry parse_entry(const Reader& reader, const std::string& name, const Json& val
   if (end < begin) reader.invalid(where + ": data_offsets " + offsets.dump() + " end before they begin");
 
   uint64_t nbytes = 0;
-  overflow = overflow || __builtin_mul_overflow(numel, element_size(*dtype), &nbytes);
+  bool overflow = __builtin_mul_overflow(static_cast<uint64_t>(numel), element_size(*dtype), &nbytes);
   if (overflow || nbytes != end - begin) {
     reader.invalid(where + ": shape " + shape_str(shape) + " of " + dtype_value.get<std::string>() + " needs " +
                    (overflow ? std::string("more than 2^64") : std::to_string(nbytes)) + " bytes but data_offsets " +

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tensor/check.h"
+#include "tensor/numel.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/views.h"
 
@@ -34,8 +35,8 @@ Generator& pick(Generator* gen) { return gen != nullptr ? *gen : default_generat
 
 Tensor empty(const Shape& shape, const TensorOptions& options) {
   check_shape(shape, "empty");
-  int64_t n = shape_numel(shape);
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(n) * element_size(options.dtype), options.device);
+  size_t nbytes = checked_nbytes(shape, element_size(options.dtype), "empty");
+  auto storage = std::make_shared<Storage>(nbytes, options.device);
   Tensor t(std::make_shared<TensorImpl>(std::move(storage), options.dtype, shape, contiguous_strides(shape), 0));
   return finish(t, options);
 }
@@ -45,12 +46,19 @@ Tensor empty_strided(const Shape& shape, const Shape& strides, const TensorOptio
   SYNCGRAD_CHECK(strides.size() == shape.size(), ShapeError, "empty_strided: ", strides.size(), " strides for shape ",
                  shape_str(shape));
   int64_t extent = 1;
+  bool overflow = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0) extent = 0;
     if (extent == 0) break;
-    extent += (shape[i] - 1) * strides[i];
+    int64_t span = 0;
+    overflow = overflow || __builtin_mul_overflow(shape[i] - 1, strides[i], &span) ||
+               __builtin_add_overflow(extent, span, &extent);
   }
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(extent) * element_size(options.dtype), options.device);
+  size_t nbytes = 0;
+  overflow = overflow || __builtin_mul_overflow(static_cast<size_t>(extent), element_size(options.dtype), &nbytes);
+  SYNCGRAD_CHECK(!overflow, ValueError, "empty_strided: shape ", shape_str(shape), " with strides ", shape_str(strides),
+                 " spans 2^63 or more elements (or 2^64 or more bytes); check the sizes");
+  auto storage = std::make_shared<Storage>(nbytes, options.device);
   return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), options.dtype, shape, strides, 0)), options);
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tensor/check.h"
+#include "tensor/numel.h"
 #include "tensor/ops/copy.h"
 
 namespace syncgrad {
@@ -20,11 +21,7 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-int64_t shape_numel(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
-}
+int64_t shape_numel(const Shape& shape) { return checked_numel(shape, "shape_numel"); }
 
 std::string shape_str(const Shape& shape) {
   std::ostringstream os;
@@ -36,7 +33,6 @@ std::string shape_str(const Shape& shape) {
 
 Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
   Shape out = shape;
-  int64_t known = 1;
   int infer_at = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
@@ -44,10 +40,10 @@ Shape infer_shape(const Shape& shape, int64_t numel, const char* op) {
       infer_at = static_cast<int>(i);
     } else if (out[i] < 0) {
       throw ShapeError(std::string(op) + ": invalid size " + std::to_string(out[i]) + " in shape " + shape_str(shape));
-    } else {
-      known *= out[i];
     }
   }
+  if (infer_at >= 0) out[infer_at] = 1;  // the known dims' product, counted without the -1
+  int64_t known = checked_numel(out, op);
   if (infer_at >= 0) {
     SYNCGRAD_CHECK(known != 0 && numel % known == 0, ShapeError, op, ": shape ", shape_str(shape),
                    " is invalid for input of size ", numel);
@@ -235,6 +231,7 @@ Tensor expand(const Tensor& t, const Shape& shape) {
       strides[i] = 0;
     }
   }
+  checked_numel(sizes, "expand");
   return as_strided(t, sizes, strides, t.storage_offset());
 }
 

@@ -91,6 +91,33 @@ TEST_CASE("read_idx errors: missing file, wrong magic, short header, truncated a
                  "trailing data after the expected 2 bytes"));
 }
 
+TEST_CASE("read_idx rejects a 16-byte header whose shape has 2^64 elements") {
+  // Unchecked, 65536 * 16777216 * 16777216 wraps to 0: an empty payload matched it and the tensor claimed that shape.
+  TempDir dir;
+  Bytes file = idx_bytes(0x00000803, {65536, 16777216, 16777216}, {});
+  REQUIRE(file.size() == 16);
+  std::string raw = dir.file("x.idx");
+  std::string gzipped = dir.file("x.idx.gz");
+  syncgrad::testing::write_bytes(raw, file);
+  syncgrad::testing::write_gzipped(gzipped, file);
+  for (const std::string& path : {raw, gzipped}) {
+    std::string message = message_of<ValueError>([&] { data::read_idx_images(path); });
+    CAPTURE(message);
+    CHECK(contains(message, path));
+    CHECK(contains(message, "shape [65536, 16777216, 16777216] has 2^63 or more elements"));
+  }
+}
+
+TEST_CASE("read_idx checks that a raw file holds the bytes its header promises before allocating them") {
+  TempDir dir;
+  std::string path = dir.file("promises-4GiB.idx");
+  syncgrad::testing::write_bytes(path, idx_bytes(0x00000803, {65536, 256, 256}, counting_bytes(10)));
+  std::string message = message_of<ValueError>([&] { data::read_idx_images(path); });
+  CAPTURE(message);
+  CHECK(contains(message, path));
+  CHECK(contains(message, "truncated data: expected 4294967296 bytes, found 10"));
+}
+
 TEST_CASE("read_idx reports a gzip stream cut off mid-way as truncated data") {
   TempDir dir;
   std::string complete = dir.file("complete.gz");

@@ -94,6 +94,9 @@ TEST_CASE("safetensors load: shape and data_offsets disagree") {
                                "tensor 'w': shape [3] of F32 needs 12 bytes but data_offsets [0,8] span 8");
   check_load_error<ValueError>(
       file_with(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", kEightBytes),
+      "tensor 'w': shape [4294967296, 4294967296] of F64 has 2^63 or more elements");
+  check_load_error<ValueError>(
+      file_with(R"({"w":{"dtype":"F64","shape":[2305843009213693953],"data_offsets":[0,8]}})", kEightBytes),
       "needs more than 2^64 bytes");
 }
 

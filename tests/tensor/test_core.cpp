@@ -148,3 +148,14 @@ TEST_CASE("set_num_threads validates") {
   set_num_threads(1);
   CHECK(get_num_threads() == 1);
 }
+
+TEST_CASE("tensor creation rejects shapes whose element or byte count overflows") {
+  constexpr int64_t huge = int64_t{1} << 40;
+  CHECK_THROWS_WITH_AS(empty({huge, huge}),
+                       doctest::Contains("empty: shape [1099511627776, 1099511627776] has 2^63 or more elements"),
+                       ValueError);
+  CHECK_THROWS_AS(zeros({int64_t{1} << 31, int64_t{1} << 31, 4}), ValueError);  // 2^64 wraps to 0 unchecked
+  CHECK_THROWS_WITH_AS(empty({int64_t{1} << 61}, {.dtype = DType::f64}), doctest::Contains("needs 2^64 bytes or more"),
+                       ValueError);
+  CHECK_THROWS_AS(empty_strided({huge, huge}, {huge, 1}), ValueError);
+}

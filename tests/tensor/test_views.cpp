@@ -100,3 +100,15 @@ TEST_CASE("raw sum and sum_to") {
   CHECK(to_vector<float>(raw::sum(t.transpose(0, 1), {0})) == std::vector<float>{3, 12});
   CHECK(raw::sum(ones({1000}, {.dtype = DType::bf16})).item<float>() == 1000.f);
 }
+
+TEST_CASE("view, reshape and expand reject target shapes whose element count overflows") {
+  // 11 * 1676976733973595602 = 2^64 + 6: unchecked, the product wraps to 6 and the view is accepted.
+  const Shape wraps_to_six{11, 1676976733973595602};
+  CHECK_THROWS_WITH_AS(arange(6).view(wraps_to_six),
+                       doctest::Contains("view: shape [11, 1676976733973595602] has 2^63"), ValueError);
+  CHECK_THROWS_AS(arange(6).reshape(wraps_to_six), ValueError);
+  constexpr int64_t huge = int64_t{1} << 40;
+  CHECK_THROWS_WITH_AS(arange(1).expand({huge, huge}),
+                       doctest::Contains("expand: shape [1099511627776, 1099511627776] has 2^63"), ValueError);
+  CHECK(arange(1).expand({huge, 8}).numel() == huge * 8);
+}
