@@ -29,6 +29,7 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
+  std::string path() const { return path_.string(); }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
   // Names of the entries in the directory, sorted.
   std::vector<std::string> entries() const {

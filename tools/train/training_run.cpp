@@ -70,7 +70,12 @@ TrainingRun::TrainingRun(const TrainConfig& c, std::ostream& console)
       losses(device, rank, c.lr),
       scaler({.enabled = c.amp == AmpMode::kFp16}) {
   check_combinations(c, job.group() != nullptr);
-  if (!c.checkpoint_dir.empty() && rank == 0) ensure_writable_directory(c.checkpoint_dir);
+  if (!c.checkpoint_dir.empty() && rank == 0) {
+    ensure_writable_directory(c.checkpoint_dir);
+    // Two runs saving to one directory would overwrite each other's checkpoints: the second is refused here,
+    // before any training, naming the first (a lock left by a killed run is free: see directory_lock.h).
+    checkpoint_lock.emplace(c.checkpoint_dir, "--checkpoint-dir");
+  }
   task = make_task(c);
   build_model();
   if (!c.resume.empty()) resume_from_checkpoint(*this);

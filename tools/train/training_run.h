@@ -1,8 +1,9 @@
 // One syncgrad-train run, set up: what the loop (trainer.cpp) trains with. Built from the TrainConfig in the
 // order the run depends on: the device and the process group (group_membership.h), the option combinations
-// that cannot work, the task (tools/train/task.h) and its model initialised from --seed (or --init-from) on the
-// device, the optimizer, the resumed position (training_checkpoint.h), the metrics log, the GradScaler, the
-// DDP or DataParallel wrapper and the DataLoader at the resumed position; then rank 0 prints what it will train.
+// that cannot work, the --checkpoint-dir lock (tensor/io/directory_lock.h), the task (tools/train/task.h) and
+// its model initialised from --seed (or --init-from) on the device, the optimizer, the resumed position
+// (training_checkpoint.h), the metrics log, the GradScaler, the DDP or DataParallel wrapper and the DataLoader
+// at the resumed position; then rank 0 prints what it will train.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "optim/grad_scaler.h"
 #include "optim/optimizer.h"
 #include "tensor/device.h"
+#include "tensor/io/directory_lock.h"
 #include "tools/train/checkpoint.h"
 #include "tools/train/group_membership.h"
 #include "tools/train/loss_watch.h"
@@ -45,6 +47,7 @@ struct TrainingRun {
   std::shared_ptr<nn::Module> model;  // unwrapped: what is saved and evaluated
   std::unique_ptr<optim::Optimizer> optimizer;
   TrainingPosition position;           // where the next batch comes from, and the steps taken
+  std::optional<io::DirectoryLock> checkpoint_lock;  // rank 0, with --checkpoint-dir: held for the whole run
   std::optional<MetricsLog> log;       // rank 0, with --log-file
   LossWatch losses;
   optim::GradScaler scaler;            // enabled with --amp fp16
