@@ -213,6 +213,8 @@ Tensor expand(const Tensor& t, const Shape& shape) {
     if (j >= 0) {
       int64_t old_size = t.sizes()[j];
       int64_t want = shape[i] == -1 ? old_size : shape[i];
+      SYNCGRAD_CHECK(want >= 0, ShapeError, "expand: invalid size ", shape[i], " for dimension ", i, " (target ",
+                     shape_str(shape), "; a size is >= 0, or -1 to keep the tensor's)");
       if (old_size == want) {
         sizes[i] = want;
         strides[i] = t.strides()[j];
@@ -225,8 +227,8 @@ Tensor expand(const Tensor& t, const Shape& shape) {
                          shape_str(t.sizes()) + ", target " + shape_str(shape));
       }
     } else {
-      SYNCGRAD_CHECK(shape[i] >= 0, ShapeError, "expand: -1 is not allowed for a new leading dimension (target ",
-                     shape_str(shape), ")");
+      SYNCGRAD_CHECK(shape[i] >= 0, ShapeError, "expand: invalid size ", shape[i],
+                     " for a new leading dimension (target ", shape_str(shape), "; -1 only keeps an existing size)");
       sizes[i] = shape[i];
       strides[i] = 0;
     }

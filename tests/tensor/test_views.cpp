@@ -112,3 +112,11 @@ TEST_CASE("view, reshape and expand reject target shapes whose element count ove
                        doctest::Contains("expand: shape [1099511627776, 1099511627776] has 2^63"), ValueError);
   CHECK(arange(1).expand({huge, 8}).numel() == huge * 8);
 }
+
+TEST_CASE("expand rejects a negative size other than -1, naming it") {
+  CHECK_THROWS_WITH_AS(arange(1).expand({-3}), doctest::Contains("expand: invalid size -3 for dimension 0"),
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(arange(1).expand({-1, 4}),
+                       doctest::Contains("expand: invalid size -1 for a new leading dimension"), ShapeError);
+  CHECK(arange(3).reshape({3, 1}).expand({-1, 4}).sizes() == Shape{3, 4});
+}
