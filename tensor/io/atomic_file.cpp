@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <system_error>
 
@@ -24,17 +23,12 @@ std::string parent_directory(const std::string& path) {
   return path.substr(0, slash);
 }
 
-// A name unique within this process and unlikely to collide with other processes: path.tmp.<pid>.<n>.
-std::string temp_name_for(const std::string& path) {
-  static std::atomic<uint64_t> counter{0};
-  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-}
-
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   for (;;) {
-    temp_path_ = temp_name_for(path_);
+    temp_path_ = temporary_name_for(path_);
+    live_ = std::make_unique<LiveTemporary>(temp_path_);
     fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ >= 0) return;
     if (errno == EEXIST) continue;
@@ -58,6 +52,7 @@ void AtomicFileWriter::discard() noexcept {
     ::unlink(temp_path_.c_str());
     temp_path_.clear();
   }
+  live_.reset();
 }
 
 void AtomicFileWriter::fail(const std::string& what, int error_number) {
@@ -86,6 +81,7 @@ void AtomicFileWriter::commit() {
   if (::close(fd) != 0) fail("close failed", errno);
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("rename of the temporary file failed", errno);
   temp_path_.clear();
+  live_.reset();
   committed_ = true;
   // The rename is durable only once the directory entry is on disk.
   std::string directory = parent_directory(path_);

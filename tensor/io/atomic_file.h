@@ -1,10 +1,15 @@
 // Crash-safe file replacement: bytes go to a temporary file in the destination's directory, which is fsynced
 // and renamed over the destination (then the directory is fsynced). Readers see the old file or the complete
-// new one, never a half-written one; on any failure the temporary file is removed and the old file stays.
+// new one, never a half-written one; on any failure the temporary file is removed and the old file stays. The
+// temporary is named by temporary_name_for (temporary_files.h) and registered as live while it is written, so
+// that the clean-up after a killed process (remove_stale_temporaries) never removes it.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
+
+#include "tensor/io/temporary_files.h"
 
 namespace syncgrad::io {
 
@@ -28,6 +33,7 @@ class AtomicFileWriter {
 
   std::string path_;
   std::string temp_path_;
+  std::unique_ptr<LiveTemporary> live_;  // temp_path_ while it exists
   int fd_ = -1;
   bool committed_ = false;
 };
