@@ -20,7 +20,10 @@ void check_options(const Dataset* dataset, const DataLoaderOptions& o) {
     fail("shuffle=true cannot be combined with a sampler (the sampler decides the order); drop one of them");
   }
   if (o.batch_size < 1) fail("batch_size must be >= 1, got " + std::to_string(o.batch_size));
-  if (o.num_workers < 0) fail("num_workers must be >= 0, got " + std::to_string(o.num_workers));
+  if (o.num_workers < 0 || o.num_workers > kMaxNumWorkers) {
+    fail("num_workers must be from 0 to " + std::to_string(kMaxNumWorkers) + " (worker threads), got " +
+         std::to_string(o.num_workers));
+  }
   if (o.prefetch_factor < 1) fail("prefetch_factor must be >= 1, got " + std::to_string(o.prefetch_factor));
   if (o.timeout < 0) fail("timeout must be >= 0 seconds (0: no timeout), got " + std::to_string(o.timeout));
   if (o.persistent_workers && o.num_workers == 0) fail("persistent_workers needs num_workers > 0");

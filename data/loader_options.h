@@ -9,6 +9,10 @@
 
 namespace syncgrad::data {
 
+// The most worker threads a DataLoader starts (more than any machine's cores can keep busy loading batches;
+// each also holds up to prefetch_factor batches).
+inline constexpr int kMaxNumWorkers = 256;
+
 struct DataLoaderOptions {
   int64_t batch_size = 1;
   // Visit the dataset in a new random order every epoch (a RandomSampler seeded with `seed`, set to the
@@ -17,7 +21,7 @@ struct DataLoaderOptions {
   // The order of indices; default SequentialSampler (or the RandomSampler of `shuffle`).
   std::shared_ptr<Sampler> sampler = nullptr;
   bool drop_last = false;  // drop the last batch when it is short
-  // Worker threads; 0 loads every batch in the caller's thread when it asks for it.
+  // Worker threads, 0 to kMaxNumWorkers; 0 loads every batch in the caller's thread when it asks for it.
   int num_workers = 0;
   // At most prefetch_factor x num_workers batches are loading or loaded and not yet handed out.
   int prefetch_factor = 2;

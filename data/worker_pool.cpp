@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "data/loader_errors.h"
@@ -15,7 +16,15 @@ WorkerPool::WorkerPool(int num_workers, std::shared_ptr<const BatchMaker> maker,
     : num_workers_(num_workers), maker_(std::move(maker)), seed_(seed) {
   threads_.reserve(static_cast<size_t>(num_workers));
   try {
-    for (int id = 0; id < num_workers; ++id) threads_.emplace_back([this, id] { run(id); });
+    for (int id = 0; id < num_workers; ++id) {
+      try {
+        threads_.emplace_back([this, id] { run(id); });
+      } catch (const std::system_error& e) {
+        throw ValueError("DataLoader: cannot start worker thread " + std::to_string(id + 1) + " of " +
+                         std::to_string(num_workers) + ": " + e.what() +
+                         " (the process's thread limit, ulimit -u, or memory); use fewer workers");
+      }
+    }
   } catch (...) {
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -5,17 +5,24 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "data/loader_options.h"
 #include "syncgrad.h"
+#include "tools/cli_checks.h"
 #include "tools/train/trainer.h"
 
 namespace train = syncgrad::train;
+namespace cli = syncgrad::cli;
 using train::TrainConfig;
 
 namespace {
+
+constexpr long long kMaxInt = std::numeric_limits<int>::max();
+constexpr long long kMaxDataParallelReplicas = 256;  // threads (or GPUs) of one process
 
 // An option whose value is one of an enum's names (train/train_choices.h): CLI11 checks the name, `parse` turns
 // it into the enum.
@@ -55,25 +62,27 @@ void add_model_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--model-config", c.model_config, "model sizes as key=value pairs, e.g. n_layer=4,n_embd=128 (gpt)");
   app.add_option("--eval-every", c.eval_every, "steps between held-out evaluations shown in the progress line (0: at "
                  "the end only)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::at_least(0))
       ->capture_default_str();
-  app.add_option("--epochs", c.epochs, "passes over the training set")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--epochs", c.epochs, "passes over the training set")
+      ->check(cli::whole_in(1, kMaxInt))
+      ->capture_default_str();
   app.add_option("--batch-size", c.batch_size,
                  "samples per optimizer step and process: under DDP each rank takes this many, so the global batch "
                  "is --batch-size x --accumulate x world size (the start-up line prints it)")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::at_least(1))
       ->capture_default_str();
   app.add_option("--lr", c.lr, "learning rate (the peak, with --lr-schedule cosine)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::real_at_least(0))
       ->capture_default_str();
   add_choice(app, "--lr-schedule", c.lr_schedule, train::parse_lr_schedule, train::lr_schedule_names(),
              "cosine: anneal the learning rate from --lr to 0 over --epochs (--max-steps stops early on the same "
              "curve); constant: --lr throughout");
   add_choice(app, "--optimizer", c.optimizer, train::parse_optimizer_kind, train::optimizer_kind_names(),
              "sgd (with --momentum), adam or adamw");
-  app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--momentum", c.momentum, "SGD momentum")->check(cli::real_at_least(0))->capture_default_str();
   app.add_option("--weight-decay", c.weight_decay, "weight decay (L2 for sgd/adam, decoupled for adamw)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::real_at_least(0))
       ->capture_default_str();
 }
 
@@ -95,21 +104,36 @@ void add_run_options(CLI::App& app, TrainConfig& c) {
   add_parsed(app, "--device", c.device, train::parse_device_choice,
              "where to train: cpu, cuda (one GPU per process; under syncgrad-launch rank r of a node takes "
              "cuda:LOCAL_RANK) or cuda:N");
-  app.add_option("--workers", c.workers, "data-loading worker threads (0: assemble batches in the training thread)")
-      ->check(CLI::NonNegativeNumber)
+  app.add_option("--workers", c.workers,
+                 "data-loading worker threads, at most " + std::to_string(syncgrad::data::kMaxNumWorkers) +
+                     " (0: assemble batches in the training thread)")
+      ->check(cli::whole_in(0, syncgrad::data::kMaxNumWorkers))
       ->capture_default_str();
   app.add_option("--checkpoint-dir", c.checkpoint_dir,
-                 "write model.safetensors and checkpoint.safetensors here after every epoch (atomically)");
-  app.add_option("--resume", c.resume, "continue exactly from a checkpoint directory (or its checkpoint.safetensors)");
+                 "save a checkpoint here after every epoch (and every --checkpoint-every steps): a directory "
+                 "step-NNNNNN/ with model.safetensors, training_state.safetensors and manifest.json, renamed into "
+                 "place when complete; latest/ points at the newest");
+  app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: at the end of each epoch only)")
+      ->check(cli::at_least(0))
+      ->capture_default_str();
+  app.add_option("--keep-checkpoints", c.keep_checkpoints,
+                 "keep the newest K complete checkpoints in --checkpoint-dir, removing older ones once a new one is "
+                 "complete (0: keep all)")
+      ->check(cli::whole_in(0, kMaxInt))
+      ->capture_default_str();
+  app.add_option("--resume", c.resume,
+                 "continue exactly from a checkpoint: a --checkpoint-dir (its newest complete checkpoint; newer "
+                 "incomplete or damaged ones are skipped with a warning), one of its step-NNNNNN directories, or "
+                 "auto (the newest of --checkpoint-dir, or a fresh start when there is none)");
   app.add_option("--init-from", c.init_from,
                  "start from the weights in this .safetensors file (PyTorch key names, e.g. fc1.weight)");
   app.add_flag("--no-shuffle", [&c](int64_t) { c.shuffle = false; }, "visit training samples in file order");
   app.add_option("--max-steps", c.max_steps, "stop after this many optimizer steps in total (0: no limit)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::at_least(0))
       ->capture_default_str();
   app.add_option("--log-file", c.log_file, "append per-step metrics here: .csv or .jsonl");
   app.add_option("--log-every", c.log_every, "steps between progress lines and log rows")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::at_least(1))
       ->capture_default_str();
 }
 
@@ -121,19 +145,19 @@ void add_parallel_options(CLI::App& app, TrainConfig& c) {
              "auto (ddp under syncgrad-launch, else none), none, dp (DataParallel over --dp-workers threads in this "
              "process) or ddp (DistributedDataParallel, one process per rank)");
   app.add_option("--dp-workers", c.dp_workers, "replicas (threads) for --parallel dp")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::whole_in(1, kMaxDataParallelReplicas))
       ->capture_default_str();
   add_choice(app, "--backend", c.backend, train::parse_backend_choice, train::backend_choice_names(),
              "process-group backend when WORLD_SIZE > 1: auto (nccl with --device cuda, else gloo), gloo (CPU "
              "tensors) or nccl (CUDA tensors)");
   app.add_option("--accumulate", c.accumulate,
                  "micro-batches of --batch-size per optimizer step (gradients are reduced once per step)")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::whole_in(1, kMaxInt))
       ->capture_default_str();
   add_choice(app, "--scale-lr", c.scale_lr, train::parse_lr_scaling, train::lr_scaling_names(),
              "none, or linear: lr x world size, warmed up over --warmup-steps");
   app.add_option("--warmup-steps", c.warmup_steps, "steps to reach the scaled lr with --scale-lr linear")
-      ->check(CLI::NonNegativeNumber)
+      ->check(cli::at_least(0))
       ->capture_default_str();
   app.add_option("--bucket-cap-mb", c.bucket_cap_mb, "DDP gradient bucket size in MiB")
       ->check(CLI::Validator(

@@ -97,7 +97,7 @@ def exchange_checkpoints(train, work):
     if run.returncode == 0:
         model = MODELS["resnet20"]()
         try:
-            model.load_state_dict(load_file(os.path.join(work, "ckpt", "model.safetensors")), strict=True)
+            model.load_state_dict(load_file(os.path.join(work, "ckpt", "latest", "model.safetensors")), strict=True)
             check("its model.safetensors loads strictly into the PyTorch resnet20", True)
         except RuntimeError as e:
             check("its model.safetensors loads strictly into the PyTorch resnet20", False, str(e))

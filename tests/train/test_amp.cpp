@@ -83,7 +83,7 @@ TEST_CASE("--amp fp16: scale and skipped steps in the progress line and the log;
   std::getline(log, row);
   CHECK(header == "step,epoch,loss,lr,samples_per_second,elapsed_seconds,data_wait_percent,loss_scale,skipped_steps");
   CHECK(row.rfind("10,1,", 0) == 0);
-  const auto metadata = io::load_safetensors(dir + "/a/checkpoint.safetensors").metadata;
+  const auto metadata = io::load_safetensors(dir + "/a/latest/training_state.safetensors").metadata;
   REQUIRE(metadata.count("grad_scaler.scale") == 1);
   CHECK(std::stod(metadata.at("grad_scaler.scale")) <= 65536.0);
   CHECK(metadata.count("grad_scaler._growth_tracker") == 1);

@@ -22,7 +22,7 @@ check "the start-up line gives the batch per rank and the global batch" grep -q 
 check "the progress line shows the exposed communication" grep -q "comm exposed" <<<"$out"
 check "only rank 0 prints progress" test "$(grep -c '^\[rank1\]: epoch' <<<"$out")" -eq 0
 check "rank 0 reports the result" grep -q '^\[rank0\]: done: 40 steps' <<<"$out"
-check "rank 0 saved the checkpoint" test -s "$tmp/a/model.safetensors"
+check "rank 0 saved the checkpoint" test -s "$tmp/a/latest/model.safetensors"
 check "the log has 2 rows and a header" test "$(wc -l <"$tmp/log.csv")" -eq 3
 
 out=$(run2 --max-steps 80 --log-every 40 --checkpoint-dir "$tmp/a" --resume "$tmp/a" 2>&1); status=$?
@@ -30,7 +30,7 @@ check "resumed 2-rank run succeeds" test $status -eq 0
 check "it says where it resumed" grep -q "resumed from .* step 40" <<<"$out"
 out=$(run2 --max-steps 80 --log-every 40 --checkpoint-dir "$tmp/b" 2>&1); status=$?
 check "straight 80-step run succeeds" test $status -eq 0
-check "40 + resume + 40 steps gives the weights of 80 steps" cmp -s "$tmp/a/model.safetensors" "$tmp/b/model.safetensors"
+check "40 + resume + 40 steps gives the weights of 80 steps" cmp -s "$tmp/a/latest/model.safetensors" "$tmp/b/latest/model.safetensors"
 
 out=$(run2 --max-steps 10 --log-every 5 --accumulate 3 2>&1); status=$?
 check "--accumulate 3 runs" test $status -eq 0

@@ -17,7 +17,7 @@ echo "$out" | tail -3
 check "a short GPT run succeeds" test $status -eq 0
 check "its progress line counts tokens/s and shows the MFU" grep -q "tokens/s .*MFU" <<<"$out"
 check "it ends with the validation loss" grep -q "^done: 10 steps.*validation loss" <<<"$out"
-check "it saved a checkpoint" test -s "$tmp/ckpt/model.safetensors"
+check "it saved a checkpoint" test -s "$tmp/ckpt/latest/model.safetensors"
 
 out=$(gpt --max-steps 20 --log-every 5 --checkpoint-dir "$tmp/ckpt" --resume "$tmp/ckpt" 2>&1); status=$?
 check "--resume continues the run" test $status -eq 0
@@ -26,7 +26,7 @@ check "it says where it resumed" grep -q "resumed from .* step 10" <<<"$out"
 "$generate" --checkpoint "$tmp/ckpt" --prompt "a rolling" --max-new-tokens 40 --seed 3 >"$tmp/gen1"; status=$?
 check "syncgrad-generate runs on the checkpoint" test $status -eq 0
 check "it prints the prompt, 40 new bytes and a newline" test "$(wc -c <"$tmp/gen1")" -eq $((9 + 40 + 1))
-"$generate" --checkpoint "$tmp/ckpt/model.safetensors" --prompt "a rolling" --max-new-tokens 40 --seed 3 >"$tmp/gen2"
+"$generate" --checkpoint "$tmp/ckpt/latest/model.safetensors" --prompt "a rolling" --max-new-tokens 40 --seed 3 >"$tmp/gen2"
 check "the same seed gives the same text (weights file given directly)" cmp -s "$tmp/gen1" "$tmp/gen2"
 out=$("$generate" --checkpoint "$tmp/ckpt" --temperature 0 2>&1); status=$?
 check "temperature 0 is refused" test $status -ne 0
@@ -37,7 +37,7 @@ check "the refusal names the path" grep -q "nothing-here\" does not exist" <<<"$
 out=$("$generate" --checkpoint "$tmp/ckpt" --model-config "n_layer=2" 2>&1); status=$?
 check "sizes that do not fit the weights are refused" test $status -ne 0
 check "the refusal says to pass the run's --model-config" grep -q "pass the run's --model-config" <<<"$out"
-cp "$tmp/ckpt/model.safetensors" "$tmp/other.safetensors"
+cp "$tmp/ckpt/latest/model.safetensors" "$tmp/other.safetensors"
 python3 - "$tmp/other.safetensors" <<'EOF'
 import json, struct, sys
 path = sys.argv[1]

@@ -48,7 +48,7 @@ check "resumed run succeeds" test $status -eq 0
 check "it says where it resumed" grep -q "resumed from .* step 4" <<<"$out"
 run --model resnet20 --batch-size 16 --max-steps 8 --checkpoint-dir "$tmp/b" >/dev/null 2>&1
 check "4 + resume + 4 steps gives the weights and statistics of 8 steps" \
-  cmp -s "$tmp/a/model.safetensors" "$tmp/b/model.safetensors"
+  cmp -s "$tmp/a/latest/model.safetensors" "$tmp/b/latest/model.safetensors"
 
 out=$(env -u SYNCGRAD_CIFAR10_DIR "$train" --model resnet20 --max-steps 1 2>&1); status=$?
 check "without --data-dir the run fails" test $status -ne 0

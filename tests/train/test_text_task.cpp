@@ -134,9 +134,9 @@ TEST_CASE("syncgrad-train --model gpt: 15 steps + checkpoint + resume to 30 equa
   train::run_training(first, out);
   train::run_training(second, out);
   CHECK(out.str().find("resumed from") != std::string::npos);
-  CHECK(read_bytes(dir.file("straight/model.safetensors")) == read_bytes(dir.file("resumed/model.safetensors")));
+  CHECK(read_bytes(dir.file("straight/latest/model.safetensors")) == read_bytes(dir.file("resumed/latest/model.safetensors")));
   // The run config recorded in the checkpoint carries the model sizes (syncgrad-generate reads them).
-  const auto metadata = io::load_safetensors(dir.file("resumed/checkpoint.safetensors")).metadata;
+  const auto metadata = io::load_safetensors(dir.file("resumed/latest/training_state.safetensors")).metadata;
   CHECK(TrainConfig::from_json(metadata.at("config")).model_config == kTinyGpt);
 }
 

@@ -130,7 +130,7 @@ TEST_CASE("--init-from starts from given weights; a checkpoint of another model 
   from.checkpoint_dir.clear();
   from.max_steps = 0;
   from.epochs = 1;
-  from.init_from = dir + "/model.safetensors";
+  from.init_from = dir + "/latest/model.safetensors";
   from.lr = 0;  // no learning: the accuracy is that of the loaded weights
   from.momentum = 0;
   CHECK(run(from).evaluation.value == trained);
@@ -138,7 +138,7 @@ TEST_CASE("--init-from starts from given weights; a checkpoint of another model 
   CHECK(run(from).evaluation.value != trained);  // fresh weights score differently
 
   TrainConfig wrong = from;
-  wrong.init_from = dir + "/model.safetensors";
+  wrong.init_from = dir + "/latest/model.safetensors";
   wrong.model = "cnn";
   try {
     run(wrong);
@@ -169,10 +169,10 @@ TEST_CASE("a corrupt or truncated checkpoint is a clear error and nothing is ove
   std::string dir = temp_dir("corrupt");
   c.checkpoint_dir = dir;
   run(c);
-  std::string file = dir + "/checkpoint.safetensors";
+  std::string file = dir + "/latest/training_state.safetensors";
   auto size = std::filesystem::file_size(file);
   std::filesystem::resize_file(file, size / 2);
-  auto model_bytes = std::filesystem::file_size(dir + "/model.safetensors");
+  auto model_bytes = std::filesystem::file_size(dir + "/latest/model.safetensors");
   TrainConfig resume = c;
   resume.resume = dir;
   resume.max_steps = 6;
@@ -180,10 +180,10 @@ TEST_CASE("a corrupt or truncated checkpoint is a clear error and nothing is ove
     run(resume);
     FAIL("expected an error");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("checkpoint.safetensors") != std::string::npos);
+    CHECK(std::string(e.what()).find("training_state.safetensors") != std::string::npos);
   }
   CHECK(std::filesystem::file_size(file) == size / 2);
-  CHECK(std::filesystem::file_size(dir + "/model.safetensors") == model_bytes);
+  CHECK(std::filesystem::file_size(dir + "/latest/model.safetensors") == model_bytes);
   std::filesystem::remove_all(dir);
 }
 

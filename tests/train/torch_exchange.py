@@ -91,13 +91,13 @@ def main(binary, data_dir, work):
     # syncgrad -> PyTorch
     ours = run_train(binary, "--model", "mlp", "--max-steps", "100", "--checkpoint-dir", f"{work}/mlp")
     mlp = MLP()
-    mlp.load_state_dict(load_file(f"{work}/mlp/model.safetensors"), strict=True)
+    mlp.load_state_dict(load_file(f"{work}/mlp/latest/model.safetensors"), strict=True)
     theirs = accuracy(mlp, x, y)
     check("MLP trained by syncgrad scores the same in PyTorch", abs(ours - theirs) <= 2e-4,
           f"syncgrad {ours:.4f}, PyTorch {theirs:.4f}")
     run_train(binary, "--model", "cnn", "--max-steps", "3", "--checkpoint-dir", f"{work}/cnn")
     cnn = CNN()
-    cnn.load_state_dict(load_file(f"{work}/cnn/model.safetensors"), strict=True)
+    cnn.load_state_dict(load_file(f"{work}/cnn/latest/model.safetensors"), strict=True)
     check("CNN weights saved by syncgrad load strictly in PyTorch", True)
 
     # PyTorch -> syncgrad

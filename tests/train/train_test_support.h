@@ -44,10 +44,10 @@ inline train::TrainSummary run(const train::TrainConfig& c, std::string* output 
   return s;
 }
 
-// Every tensor of DIR/model.safetensors, flattened in key order.
+// Every tensor of DIR/latest/model.safetensors (the newest checkpoint), flattened in key order.
 inline std::vector<float> weights_of(const std::string& dir) {
   std::vector<float> all;
-  for (const auto& [name, t] : io::load_safetensors(dir + "/model.safetensors").tensors) {
+  for (const auto& [name, t] : io::load_safetensors(dir + "/latest/model.safetensors").tensors) {
     auto v = to_vector<float>(t);
     all.insert(all.end(), v.begin(), v.end());
   }

@@ -1,34 +1,33 @@
-// Checkpoint save/load on top of the safetensors format.
+// Checkpoint save/load: the trainer's files in a checkpoint directory of tensor/io/checkpoint_directory.h.
 #include "tools/train/checkpoint.h"
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tensor/check.h"
+#include "tensor/io/checkpoint_directory.h"
 #include "tensor/io/safetensors.h"
 
 namespace syncgrad::train {
 namespace {
 
-constexpr const char* kFormat = "syncgrad-checkpoint/1";
-const std::string kGradScalerPrefix = "grad_scaler.";
-constexpr const char* kModelFile = "model.safetensors";
-constexpr const char* kCheckpointFile = "checkpoint.safetensors";
+namespace fs = std::filesystem;
 
-std::string join(const std::string& dir, const char* file) { return (std::filesystem::path(dir) / file).string(); }
+constexpr const char* kFormat = "syncgrad-checkpoint/2";
+constexpr const char* kLegacyFormat = "syncgrad-checkpoint/1";
+const std::string kGradScalerPrefix = "grad_scaler.";
+
+std::string join(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
 
 std::string groups_to_json(const std::vector<std::map<std::string, double>>& groups) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& g : groups) j.push_back(g);
   return j.dump();
-}
-
-std::vector<std::map<std::string, double>> groups_from_json(const std::string& text) {
-  std::vector<std::map<std::string, double>> groups;
-  for (const auto& g : nlohmann::json::parse(text)) groups.push_back(g.get<std::map<std::string, double>>());
-  return groups;
 }
 
 const std::string& require(const std::map<std::string, std::string>& metadata, const std::string& key,
@@ -39,29 +38,29 @@ const std::string& require(const std::map<std::string, std::string>& metadata, c
   return it->second;
 }
 
-}  // namespace
-
-void ensure_writable_directory(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  SYNCGRAD_CHECK(!ec, IOError, "--checkpoint-dir: cannot create \"", dir, "\": ", ec.message(),
-                 "; choose a writable directory");
-  std::string probe = join(dir, ".syncgrad-write-probe");
-  {
-    std::ofstream out(probe);
-    SYNCGRAD_CHECK(out && out << "ok" && out.flush(), IOError, "--checkpoint-dir: \"", dir,
-                   "\" is not writable; choose a writable directory");
+std::vector<std::map<std::string, double>> groups_from_json(const std::string& text, const std::string& file) {
+  try {
+    std::vector<std::map<std::string, double>> groups;
+    for (const auto& g : nlohmann::json::parse(text)) groups.push_back(g.get<std::map<std::string, double>>());
+    return groups;
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError("checkpoint " + file + ": metadata field \"optimizer_groups\" is not a JSON list of "
+                     "{option: number} objects (" + e.what() + "); the file is damaged or was not written by "
+                     "syncgrad-train");
   }
-  std::filesystem::remove(probe, ec);
 }
 
-void save_checkpoint(const std::string& dir, const std::string& model_name, const nn::Module& model,
-                     const optim::Optimizer& optimizer, const TrainingPosition& position, const TrainConfig& config) {
-  nn::StateDict weights = model.state_dict();
-  optim::OptimizerStateDict opt_state = optimizer.state_dict();
-  io::NamedTensors all;
-  for (const auto& [name, t] : weights) all.emplace_back("model." + name, t);
-  for (const auto& [name, t] : opt_state.tensors) all.emplace_back("optimizer." + name, t);
+// "SYNCGRAD_TEST_SAVE_DELAY_MS" (tests only, see checkpoint.h).
+void test_delay_before_commit() {
+  const char* text = std::getenv("SYNCGRAD_TEST_SAVE_DELAY_MS");
+  if (text == nullptr || *text == '\0') return;
+  const long ms = std::strtol(text, nullptr, 10);
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+std::map<std::string, std::string> position_metadata(const std::string& model_name, const TrainingPosition& position,
+                                                     const optim::OptimizerStateDict& opt_state,
+                                                     const TrainConfig& config) {
   std::map<std::string, std::string> metadata = {
       {"format", kFormat},
       {"model", model_name},
@@ -78,31 +77,10 @@ void save_checkpoint(const std::string& dir, const std::string& model_name, cons
     std::snprintf(text, sizeof text, "%.17g", value);
     metadata.emplace(kGradScalerPrefix + key, text);
   }
-  io::save_safetensors(join(dir, kCheckpointFile), all, metadata);
-  io::save_safetensors(join(dir, kModelFile), weights, {{"format", "pt"}, {"model", model_name}});
+  return metadata;
 }
 
-TrainingPosition load_checkpoint(const std::string& path, const std::string& model_name, nn::Module& model,
-                                 optim::Optimizer& optimizer) {
-  std::string file = std::filesystem::is_directory(path) ? join(path, kCheckpointFile) : path;
-  io::SafetensorsContents contents = io::load_safetensors(file);
-  const auto& meta = contents.metadata;
-  SYNCGRAD_CHECK(require(meta, "format", file) == kFormat, ValueError, "checkpoint ", file, ": format \"",
-                 meta.at("format"), "\" is not ", kFormat);
-  SYNCGRAD_CHECK(require(meta, "model", file) == model_name, ValueError, "checkpoint ", file, " holds a \"",
-                 meta.at("model"), "\" model but --model is \"", model_name, "\"; pass --model ", meta.at("model"),
-                 " or another checkpoint");
-  nn::StateDict weights;
-  optim::OptimizerStateDict opt_state;
-  for (const auto& [name, t] : contents.tensors) {
-    if (name.rfind("model.", 0) == 0) weights.emplace_back(name.substr(6), t);
-    else if (name.rfind("optimizer.", 0) == 0) opt_state.tensors.emplace_back(name.substr(10), t);
-    else throw ValueError("checkpoint " + file + ": unexpected tensor \"" + name + "\"");
-  }
-  io::check_state_matches(model.state_dict(), weights, file);
-  model.load_state_dict(weights, true);
-  opt_state.groups = groups_from_json(require(meta, "optimizer_groups", file));
-  optimizer.load_state_dict(opt_state);
+TrainingPosition position_from_metadata(const std::map<std::string, std::string>& meta, const std::string& file) {
   TrainingPosition position;
   try {
     position.epoch = std::stoi(require(meta, "epoch", file));
@@ -119,6 +97,182 @@ TrainingPosition load_checkpoint(const std::string& path, const std::string& mod
     throw ValueError("checkpoint " + file + ": the training position in its metadata is not a number");
   }
   return position;
+}
+
+void check_format_and_model(const std::map<std::string, std::string>& meta, const std::string& file,
+                            const char* format, const std::string& model_name) {
+  SYNCGRAD_CHECK(require(meta, "format", file) == format, ValueError, "checkpoint ", file, ": format \"",
+                 meta.at("format"), "\" is not ", format);
+  SYNCGRAD_CHECK(require(meta, "model", file) == model_name, ValueError, "checkpoint ", file, " holds a \"",
+                 meta.at("model"), "\" model but --model is \"", model_name, "\"; pass --model ", meta.at("model"),
+                 " or another checkpoint");
+}
+
+// The older layout: model and optimizer tensors together in checkpoint.safetensors.
+TrainingPosition load_legacy(const std::string& file, const std::string& model_name, nn::Module& model,
+                             optim::Optimizer& optimizer) {
+  io::SafetensorsContents contents = io::load_safetensors(file);
+  const auto& meta = contents.metadata;
+  check_format_and_model(meta, file, kLegacyFormat, model_name);
+  nn::StateDict weights;
+  optim::OptimizerStateDict opt_state;
+  for (const auto& [name, t] : contents.tensors) {
+    if (name.rfind("model.", 0) == 0) weights.emplace_back(name.substr(6), t);
+    else if (name.rfind("optimizer.", 0) == 0) opt_state.tensors.emplace_back(name.substr(10), t);
+    else throw ValueError("checkpoint " + file + ": unexpected tensor \"" + name + "\"");
+  }
+  io::check_state_matches(model.state_dict(), weights, file);
+  model.load_state_dict(weights, true);
+  opt_state.groups = groups_from_json(require(meta, "optimizer_groups", file), file);
+  optimizer.load_state_dict(opt_state);
+  return position_from_metadata(meta, file);
+}
+
+CheckpointLocation step_directory(const std::string& dir) {
+  io::verify_checkpoint(dir);
+  CheckpointLocation location;
+  location.directory = dir;
+  location.model_file = join(dir, kModelFileName);
+  location.state_file = join(dir, kTrainingStateFileName);
+  return location;
+}
+
+CheckpointLocation legacy_directory(const std::string& dir) {
+  CheckpointLocation location;
+  location.directory = dir;
+  location.legacy_layout = true;
+  location.model_file = join(dir, kModelFileName);
+  location.state_file = join(dir, kLegacyCheckpointFileName);
+  return location;
+}
+
+bool exists(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+}  // namespace
+
+void ensure_writable_directory(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  SYNCGRAD_CHECK(!ec, IOError, "--checkpoint-dir: cannot create \"", dir, "\": ", ec.message(),
+                 "; choose a writable directory");
+  std::string probe = join(dir, ".syncgrad-write-probe");
+  {
+    std::ofstream out(probe);
+    SYNCGRAD_CHECK(out && out << "ok" && out.flush(), IOError, "--checkpoint-dir: \"", dir,
+                   "\" is not writable; choose a writable directory");
+  }
+  fs::remove(probe, ec);
+}
+
+std::string save_checkpoint(const io::DirectoryLock& root, const std::string& model_name, const nn::Module& model,
+                            const optim::Optimizer& optimizer, const TrainingPosition& position,
+                            const TrainConfig& config, int keep) {
+  const optim::OptimizerStateDict opt_state = optimizer.state_dict();
+  io::NamedTensors optimizer_tensors;
+  for (const auto& [name, t] : opt_state.tensors) optimizer_tensors.emplace_back("optimizer." + name, t);
+  io::CheckpointWriter writer(root, position.step);
+  io::save_safetensors(writer.path_of(kModelFileName), model.state_dict(),
+                       {{"format", "pt"}, {"model", model_name}, {"step", std::to_string(position.step)}});
+  io::save_safetensors(writer.path_of(kTrainingStateFileName), optimizer_tensors,
+                       position_metadata(model_name, position, opt_state, config));
+  test_delay_before_commit();
+  const std::string dir = writer.commit();
+  if (keep > 0) io::prune_checkpoints(root, keep);
+  return dir;
+}
+
+CheckpointLocation locate_checkpoint(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) throw IOError("checkpoint \"" + path + "\" does not exist");
+  if (!fs::is_directory(status)) {
+    const fs::path file(path);
+    const std::string dir = file.has_parent_path() ? file.parent_path().string() : ".";
+    if (exists(join(dir, io::kManifestFileName))) return step_directory(dir);
+    if (file.filename() == kLegacyCheckpointFileName) {
+      CheckpointLocation location = legacy_directory(dir);
+      location.state_file = path;
+      return location;
+    }
+    throw ValueError("checkpoint " + path + ": not a file of a syncgrad-train checkpoint (no " +
+                     io::kManifestFileName + " beside it); pass the --checkpoint-dir of the run or one of its "
+                     "step-NNNNNN directories");
+  }
+  const std::string name = fs::path(path).lexically_normal().filename().string();
+  if (exists(join(path, io::kManifestFileName)) || io::step_of_directory_name(name) || io::is_temporary_name(name)) {
+    return step_directory(path);  // a checkpoint directory: complete, or the verification says what is missing
+  }
+  const std::vector<std::string> steps = io::list_checkpoints(path);
+  if (!steps.empty()) {
+    std::vector<std::string> skipped;
+    const std::optional<std::string> newest = io::newest_complete_checkpoint(path, &skipped);
+    if (!newest) {
+      std::string reasons;
+      for (const std::string& reason : skipped) reasons += "\n  " + reason;
+      throw io::CorruptCheckpointError("checkpoint directory " + path + ": none of its " +
+                                       std::to_string(steps.size()) + " checkpoint(s) is complete:" + reasons);
+    }
+    CheckpointLocation location = step_directory(*newest);
+    location.skipped = std::move(skipped);
+    return location;
+  }
+  if (exists(join(path, kLegacyCheckpointFileName))) return legacy_directory(path);
+  throw ValueError("checkpoint directory " + path + " holds no checkpoint: expected the step-NNNNNN/ directories "
+                   "(each with a " + std::string(io::kManifestFileName) + ") that syncgrad-train --checkpoint-dir "
+                   "writes, one such directory, or the older layout's " + kLegacyCheckpointFileName);
+}
+
+TrainingPosition load_checkpoint(const std::string& path, const std::string& model_name, nn::Module& model,
+                                 optim::Optimizer& optimizer, std::ostream& notes) {
+  return load_checkpoint(locate_checkpoint(path), model_name, model, optimizer, notes);
+}
+
+TrainingPosition load_checkpoint(const CheckpointLocation& location, const std::string& model_name,
+                                 nn::Module& model, optim::Optimizer& optimizer, std::ostream& notes) {
+  for (const std::string& reason : location.skipped) notes << "warning: skipping checkpoint: " << reason << "\n";
+  if (location.legacy_layout) {
+    notes << "note: " << location.directory << " has the older checkpoint layout (" << kModelFileName << " and "
+          << kLegacyCheckpointFileName << " at its top); new checkpoints are saved as step-NNNNNN/ directories\n";
+    return load_legacy(location.state_file, model_name, model, optimizer);
+  }
+  io::SafetensorsContents state = io::load_safetensors(location.state_file);
+  const auto& meta = state.metadata;
+  check_format_and_model(meta, location.state_file, kFormat, model_name);
+  io::SafetensorsContents weights = io::load_safetensors(location.model_file);
+  const auto model_step = weights.metadata.find("step");
+  SYNCGRAD_CHECK(model_step != weights.metadata.end() && model_step->second == require(meta, "step", location.state_file),
+                 io::CorruptCheckpointError, "checkpoint ", location.directory, ": ", kModelFileName, " and ",
+                 kTrainingStateFileName, " are of different steps (",
+                 model_step == weights.metadata.end() ? std::string("none") : model_step->second, " and ",
+                 meta.at("step"), ")");
+  io::check_state_matches(model.state_dict(), weights.tensors, location.model_file);
+  model.load_state_dict(weights.tensors, true);
+  optim::OptimizerStateDict opt_state;
+  for (const auto& [name, t] : state.tensors) {
+    if (name.rfind("optimizer.", 0) != 0) {
+      throw ValueError("checkpoint " + location.state_file + ": unexpected tensor \"" + name + "\"");
+    }
+    opt_state.tensors.emplace_back(name.substr(10), t);
+  }
+  opt_state.groups = groups_from_json(require(meta, "optimizer_groups", location.state_file), location.state_file);
+  optimizer.load_state_dict(opt_state);
+  return position_from_metadata(meta, location.state_file);
+}
+
+TrainConfig recorded_config(const std::string& state_file) {
+  const auto metadata = io::load_safetensors(state_file).metadata;
+  const std::string& text = require(metadata, "config", state_file);
+  try {
+    return TrainConfig::from_json(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError("checkpoint " + state_file + ": metadata field \"config\" is not the JSON of a run config (" +
+                     e.what() + "); the file is damaged or was written by another program");
+  } catch (const ValueError& e) {
+    throw ValueError("checkpoint " + state_file + ": metadata field \"config\": " + e.what());
+  }
 }
 
 void load_weights(const std::string& file, nn::Module& model) {

@@ -26,7 +26,11 @@ struct TrainConfig {
   DeviceChoice device;    // cpu | cuda (under syncgrad-launch: cuda:LOCAL_RANK) | cuda:N
   int workers = 2;        // DataLoader worker threads (0: batches are assembled in the training thread)
   std::string checkpoint_dir;
-  std::string resume;     // a checkpoint directory or checkpoint file to continue from
+  int64_t checkpoint_every = 0;  // steps between checkpoints (0: at the end of every epoch only)
+  int keep_checkpoints = 2;      // the newest complete ones kept in checkpoint_dir (0: all)
+  // A checkpoint (or --checkpoint-dir of one) to continue from; "auto": the newest complete checkpoint in
+  // checkpoint_dir, or a fresh start when it holds none.
+  std::string resume;
   std::string init_from;  // a .safetensors file with model weights to start from
   bool shuffle = true;
   int64_t max_steps = 0;  // 0: no limit

@@ -38,6 +38,7 @@ bool train_epoch(TrainingRun& run, ProgressReport& progress, int epoch) {
     optimizer_step(run);
     progress.add_step(run);
     progress.report_if_due(run, epoch);
+    save_if_due(run);
     if (reached_max_steps(run)) return true;
   }
   return false;

@@ -1,20 +1,18 @@
-// Resuming a run and saving it at the end of each epoch (see training_checkpoint.h).
+// Resuming a run and saving it every --checkpoint-every steps and at the end of each epoch (see
+// training_checkpoint.h).
 #include "tools/train/training_checkpoint.h"
 
+#include <filesystem>
+#include <iostream>
+
+#include "tensor/check.h"
 #include "tensor/generator.h"
+#include "tensor/io/checkpoint_directory.h"
 
 namespace syncgrad::train {
+namespace {
 
-void resume_from_checkpoint(TrainingRun& run) {
-  const TrainConfig& c = run.config;
-  run.position = load_checkpoint(c.resume, c.model, *run.model, *run.optimizer);
-  default_generator().set_state(run.position.rng_seed, run.position.rng_offset);
-  run.out << "resumed from " << c.resume << " at epoch " << run.position.epoch + 1 << ", step "
-          << run.position.step << "\n";
-}
-
-void end_epoch(TrainingRun& run) {
-  const TrainConfig& c = run.config;
+void record_position(TrainingRun& run) {
   TrainingPosition& position = run.position;
   const data::LoaderState next = run.loader->state();
   position.epoch = static_cast<int>(next.epoch);
@@ -22,13 +20,54 @@ void end_epoch(TrainingRun& run) {
   position.rng_seed = default_generator().seed();
   position.rng_offset = default_generator().offset();
   position.grad_scaler = run.scaler.state_dict();
+}
+
+void save(TrainingRun& run) {
+  const TrainConfig& c = run.config;
+  record_position(run);
   run.losses.check();
   if (c.checkpoint_dir.empty()) return;
   if (run.rank == 0) {
-    save_checkpoint(c.checkpoint_dir, c.model, *run.model, *run.optimizer, position, c);
-    run.out << "checkpoint saved to " << c.checkpoint_dir << " (step " << position.step << ")\n";
+    const std::string dir = save_checkpoint(*run.checkpoint_lock, c.model, *run.model, *run.optimizer,
+                                            run.position, c, c.keep_checkpoints);
+    run.out << "checkpoint saved to " << dir << " (step " << run.position.step << ")\n";
   }
   run.job.barrier();
 }
+
+}  // namespace
+
+void resume_from_checkpoint(TrainingRun& run) {
+  const TrainConfig& c = run.config;
+  std::string path = c.resume;
+  if (c.resume == kResumeAuto) {
+    SYNCGRAD_CHECK(!c.checkpoint_dir.empty(), ValueError,
+                   "--resume auto picks the newest checkpoint of --checkpoint-dir; pass --checkpoint-dir too (or "
+                   "--resume with a checkpoint directory)");
+    if (io::list_checkpoints(c.checkpoint_dir).empty() &&
+        !std::filesystem::exists(std::filesystem::path(c.checkpoint_dir) / kLegacyCheckpointFileName)) {
+      run.out << "--resume auto: no checkpoint in " << c.checkpoint_dir << " yet; starting from the beginning\n";
+      return;
+    }
+    path = c.checkpoint_dir;
+  }
+  const CheckpointLocation location = locate_checkpoint(path);
+  std::ostream& warnings = run.rank == 0 ? std::cerr : run.silent;
+  run.position = load_checkpoint(location, c.model, *run.model, *run.optimizer, warnings);
+  default_generator().set_state(run.position.rng_seed, run.position.rng_offset);
+  run.out << "resumed from " << location.directory << " at epoch " << run.position.epoch + 1 << ", step "
+          << run.position.step << "\n";
+}
+
+void save_if_due(TrainingRun& run) {
+  const TrainConfig& c = run.config;
+  const int64_t step = run.position.step;
+  if (c.checkpoint_every <= 0 || step % c.checkpoint_every != 0) return;
+  const bool ends_run = c.max_steps > 0 && step >= c.max_steps;
+  const bool ends_epoch = run.loader->state().batches_consumed == 0;
+  if (!ends_run && !ends_epoch) save(run);
+}
+
+void end_epoch(TrainingRun& run) { save(run); }
 
 }  // namespace syncgrad::train
