@@ -14,6 +14,7 @@
 #include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/memory_tag.h"
+#include "tensor/out_of_memory_context.h"
 
 namespace syncgrad {
 namespace {
@@ -40,9 +41,9 @@ struct HostMemory {
   }
 
   [[noreturn]] void out_of_memory(size_t nbytes, size_t, const AllocatorStats& stats) const {
-    throw Error("cpu allocator: out of memory allocating " + std::to_string(nbytes) +
-                " bytes (allocated now: " + std::to_string(stats.allocated_bytes) +
-                ", cached: " + std::to_string(stats.cached_bytes) + "); try a smaller batch size");
+    throw Error("cpu allocator: out of memory allocating " + describe_bytes(nbytes) + " of host memory" +
+                out_of_memory_during() + " (this process holds " + describe_bytes(stats.allocated_bytes) +
+                " in tensors and " + describe_bytes(stats.cached_bytes) + " cached)" + out_of_memory_hint());
   }
 
   void note_handed_out(void* ptr, size_t block_bytes) { detail::note_tagged_allocate(ptr, block_bytes); }

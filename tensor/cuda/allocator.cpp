@@ -11,6 +11,7 @@
 #include "tensor/cuda/check.h"
 #include "tensor/cuda/context.h"
 #include "tensor/errors.h"
+#include "tensor/out_of_memory_context.h"
 
 namespace syncgrad::cuda {
 
@@ -63,10 +64,10 @@ void DeviceMemory::out_of_memory(size_t nbytes, size_t block_bytes, const Alloca
   DeviceGuard guard(device_);  // cudaMemGetInfo reports the current device
   size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) cudaGetLastError();
-  throw DeviceError("cuda:" + std::to_string(device_) + ": out of memory allocating " + std::to_string(nbytes) +
-                    " bytes (" + mib(block_bytes) + " block); this process holds " + mib(stats.allocated_bytes) +
-                    " in tensors, the device has " + mib(free_bytes) + " free of " + mib(total_bytes) +
-                    "; try a smaller batch size");
+  throw DeviceError("cuda:" + std::to_string(device_) + ": out of memory allocating " + describe_bytes(nbytes) +
+                    " (" + mib(block_bytes) + " block)" + out_of_memory_during() + "; this process holds " +
+                    mib(stats.allocated_bytes) + " in tensors, the device has " + mib(free_bytes) + " free of " +
+                    mib(total_bytes) + out_of_memory_hint());
 }
 
 void DeviceMemory::report_foreign_free(void* ptr, size_t nbytes) const {

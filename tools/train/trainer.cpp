@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "syncgrad.h"
+#include "tensor/out_of_memory_context.h"
 #include "tools/train/progress_report.h"
 #include "tools/train/training_checkpoint.h"
 #include "tools/train/training_run.h"
@@ -32,7 +33,13 @@ bool train_epoch(TrainingRun& run, ProgressReport& progress, int epoch) {
   for (data::Batch& host_batch : *run.loader) {
     const data::Batch batch = run.device.is_cpu() ? host_batch : on_device(host_batch, run.device);
     const MicroBatchPlace place = place_in_step(run, run.loader->state(), epoch);
-    train_micro_batch(run, batch, place, epoch);
+    {
+      // Activations grow with the batch: an allocation failing here is plausibly the batch's (see the hint).
+      const OutOfMemoryContext oom("the forward and backward of a batch of " + std::to_string(batch.data.size(0)) +
+                                       " samples (--batch-size " + std::to_string(run.config.batch_size) + ")",
+                                   "try a smaller --batch-size (with --accumulate to keep the samples per step)");
+      train_micro_batch(run, batch, place, epoch);
+    }
     progress.add_examples(batch.data.size(0));
     if (!place.ends_step) continue;
     optimizer_step(run);
