@@ -74,6 +74,9 @@ MnistSplit load_fashion_mnist(const std::string& dir, bool train, double mean, d
   std::string labels_path = find_split_file(dir, prefix + "-labels-idx1-ubyte");
 
   Tensor pixels = read_idx_images(images_path);  // u8 (N, rows, cols)
+  SYNCGRAD_CHECK(pixels.size(0) > 0, ValueError, "load_fashion_mnist '", images_path, "' holds 0 images: there is ",
+                 "nothing to ", train ? "train" : "test", " on (a damaged or placeholder file?); pass --data-dir with "
+                 "the Fashion-MNIST files");
   SYNCGRAD_CHECK(pixels.size(1) == kImageSide && pixels.size(2) == kImageSide, ValueError, "load_fashion_mnist '",
                  images_path, "': images are ", pixels.size(1), "x", pixels.size(2), ", expected 28x28");
   Tensor raw_labels = read_idx_labels(labels_path);  // u8 (N)

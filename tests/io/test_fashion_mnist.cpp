@@ -96,6 +96,13 @@ TEST_CASE("load_fashion_mnist errors: missing files with the hint, count mismatc
                  "std must be positive"));
 }
 
+TEST_CASE("load_fashion_mnist refuses a split of 0 images, naming the file") {
+  TempDir dir;
+  write_split(dir, "train", {}, 0, {}, true);
+  const std::string message = message_of<ValueError>([&] { data::load_fashion_mnist(dir_of(dir), true); });
+  CHECK(contains(message, dir.file("train-images-idx3-ubyte.gz") + "' holds 0 images"));
+}
+
 TEST_CASE("default_fashion_mnist_dir honours SYNCGRAD_DATA_DIR") {
   const char* previous = std::getenv("SYNCGRAD_DATA_DIR");
   std::string saved = previous != nullptr ? previous : "";
