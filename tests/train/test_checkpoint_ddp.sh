@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Checkpoints of a 2-rank DDP run (syncgrad-launch, Gloo on 127.0.0.1): rank 0 saves step directories,
+# --resume auto continues both ranks from the newest, and ranks that would resume from different steps are
+# refused on every rank, naming both steps.
+# Usage: test_checkpoint_ddp.sh path/to/syncgrad-launch path/to/syncgrad-train
+set -u
+launch="$1"; train="$2"
+. "$(dirname "$0")/../check.sh"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+for i in $(seq 150); do echo "a rolling stone gathers no moss, number $((i % 5))."; done >"$tmp/text"
+args=(--model gpt --data-dir "$tmp/text" --model-config "block_size=16,n_layer=1,n_head=2,n_embd=16" --batch-size 4
+  --optimizer adamw --lr 0.01 --workers 1 --log-every 4 --checkpoint-every 4)
+dir="$tmp/ckpt"
+
+out=$("$launch" --nproc-per-node 2 "$train" "${args[@]}" --max-steps 8 --checkpoint-dir "$dir" 2>&1); status=$?
+check "a 2-rank run with checkpoints succeeds" test $status -eq 0
+check "rank 0 saved steps 4 and 8" test -f "$dir/step-000004/manifest.json" -a -f "$dir/step-000008/manifest.json"
+
+out=$("$launch" --nproc-per-node 2 "$train" "${args[@]}" --max-steps 12 --resume auto --checkpoint-dir "$dir" 2>&1)
+status=$?
+echo "$out" | grep -v "step " | tail -4
+check "--resume auto continues both ranks" test $status -eq 0
+check "from the newest checkpoint" grep -q "^\[rank0\]: resumed from $dir/step-000008 at epoch 1, step 8" <<<"$out"
+check "and saves step 12" test -f "$dir/step-000012/manifest.json"
+
+# Each rank given another step directory (as ranks on nodes without a shared --checkpoint-dir would find).
+cat >"$tmp/per-rank-resume" <<EOF_SH
+#!/usr/bin/env bash
+if [ "\$RANK" = 0 ]; then step=step-000008; else step=step-000012; fi
+exec "$train" "\$@" --resume "$dir/\$step"
+EOF_SH
+chmod +x "$tmp/per-rank-resume"
+out=$("$launch" --nproc-per-node 2 "$tmp/per-rank-resume" "${args[@]}" --max-steps 16 2>&1); status=$?
+echo "$out" | tail -3
+check "ranks resuming from different steps are refused" test $status -ne 0
+check "the refusal names both steps" grep -q "rank 1 resumed at step 12 but rank 0 at step 8" <<<"$out"
+finish
