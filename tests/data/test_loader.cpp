@@ -74,6 +74,8 @@ TEST_CASE("option errors name the option and the value") {
       {"shuffle", "sampler"});
   check_error<ValueError>([&] { DataLoader(ds, {.batch_size = 0}); }, {"batch_size", "0"});
   check_error<ValueError>([&] { DataLoader(ds, {.num_workers = -1}); }, {"num_workers", "-1"});
+  check_error<ValueError>([&] { DataLoader(ds, {.num_workers = 100000}); },
+                          {"num_workers must be from 0 to 256 (worker threads), got 100000"});
   check_error<ValueError>([&] { DataLoader(ds, {.num_workers = 1, .prefetch_factor = 0}); }, {"prefetch_factor"});
   check_error<ValueError>([&] { DataLoader(ds, {.timeout = -1}); }, {"timeout"});
   check_error<ValueError>([&] { DataLoader(ds, {.persistent_workers = true}); }, {"persistent_workers"});
