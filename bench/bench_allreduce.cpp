@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli_checks.h"
 #include "bench/subcommands.h"
 #include "distributed/gloo_reduce.h"
 #include "distributed/gloo_store.h"
@@ -51,7 +52,7 @@ double median(std::vector<double> v) {
 int bench_allreduce_main(int argc, char** argv) {
   int rounds = 3;
   CLI::App app{"syncgrad-bench allreduce: allreduce through the process group vs raw Gloo (run under syncgrad-launch)"};
-  app.add_option("--rounds", rounds, "rounds per size (the median is printed)")->check(CLI::PositiveNumber);
+  app.add_option("--rounds", rounds, "rounds per size (the median is printed)")->check(syncgrad::cli::at_least(1));
   CLI11_PARSE(app, argc, argv);
   try {
     auto group = init_process_group();

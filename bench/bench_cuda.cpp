@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/cli_checks.h"
 #include "bench/cuda_module.h"
 #include "syncgrad.h"
 
@@ -286,7 +287,7 @@ void cnn_table(const Options& opt) {
 extern "C" int syncgrad_bench_cuda_main(int argc, char** argv) {
   Options opt;
   CLI::App app{"syncgrad-bench cuda: GEMM and copy figures of the CUDA backend beside cuBLAS and cudaMemcpy"};
-  app.add_option("--reps", opt.reps, "samples per figure (median)")->check(CLI::PositiveNumber);
+  app.add_option("--reps", opt.reps, "samples per figure (median)")->check(syncgrad::cli::at_least(1));
   app.add_flag("--quick", opt.quick, "small sizes only");
   app.add_flag("--tf32", opt.tf32, "float32 GEMMs and convolutions on TF32 (sets SYNCGRAD_CUDA_ALLOW_TF32=1)");
   app.add_option("--torch-script", opt.torch_script, "the PyTorch peer of the CNN table");

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tools/cli_checks.h"
 #include "bench/subcommands.h"
 #include "autograd/ops/loss.h"
 #include "distributed/ddp.h"
@@ -30,10 +31,10 @@ int bench_ddp_main(int argc, char** argv) {
   bool no_overlap = false, no_step_check = false;
   CLI::App app{"syncgrad-bench ddp: DDP training throughput (run under syncgrad-launch)"};
   app.add_option("--model", model_name, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
-  app.add_option("--steps", steps, "timed steps after 5 warm-up steps")->check(CLI::PositiveNumber);
-  app.add_option("--batch", batch, "samples per rank and step")->check(CLI::PositiveNumber);
-  app.add_option("--bucket-cap-mb", bucket_cap_mb, "DDP bucket size (MiB)")->check(CLI::PositiveNumber);
-  app.add_option("--first-bucket-mb", first_bucket_mb, "DDP first bucket size (MiB)")->check(CLI::PositiveNumber);
+  app.add_option("--steps", steps, "timed steps after 5 warm-up steps")->check(cli::at_least(1));
+  app.add_option("--batch", batch, "samples per rank and step")->check(cli::at_least(1));
+  app.add_option("--bucket-cap-mb", bucket_cap_mb, "DDP bucket size (MiB)")->check(cli::real_above(0));
+  app.add_option("--first-bucket-mb", first_bucket_mb, "DDP first bucket size (MiB)")->check(cli::real_above(0));
   app.add_option("--comm-hook", hook, "allreduce, fp16, bf16, powersgd or powersgd:R");
   app.add_flag("--no-overlap", no_overlap, "launch every bucket at the end of backward");
   app.add_flag("--no-step-check", no_step_check, "skip DDP's per-step agreement allgather");

@@ -12,6 +12,7 @@
 #include "tensor/errors.h"
 #include "bench/scaling/link.h"
 #include "bench/scaling/synthetic_task.h"
+#include "tools/cli_checks.h"
 
 namespace syncgrad::bench {
 namespace {
@@ -54,12 +55,12 @@ void add_scaling_flags(CLI::App& command, ScalingOptions& o, std::string& worker
                        std::string& links_text) {
   command.add_option("--model", o.base.model, "model to measure (models::make_model names: mlp, cnn, ...)");
   command.add_option("--workers", workers_text, "worker counts, comma-separated (default 1,2; 1 is always run)");
-  command.add_option("--steps", o.base.steps, "measured steps per run")->check(CLI::PositiveNumber);
-  command.add_option("--warmup", o.base.warmup, "steps before measuring")->check(CLI::NonNegativeNumber);
+  command.add_option("--steps", o.base.steps, "measured steps per run")->check(cli::at_least(1));
+  command.add_option("--warmup", o.base.warmup, "steps before measuring")->check(cli::at_least(0));
   command.add_option("--batch", o.base.batch, "samples per worker and step (DP: workers x batch in one process)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::at_least(1));
   command.add_option("--repeats", o.repeats, "runs of each configuration, alternating modes (medians reported)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::at_least(1));
   command.add_option("--sweep", sweeps_text,
                      "DDP sweeps at the largest worker count, comma-separated: buckets (1, 5, 25, 100 MB), overlap "
                      "(on/off), hooks (allreduce, fp16, bf16, powersgd)");
@@ -71,14 +72,14 @@ void add_scaling_flags(CLI::App& command, ScalingOptions& o, std::string& worker
       "--no-loader", [&o](int64_t) { o.base.loader = false; },
       "reuse one synthetic batch instead of a DataLoader (no data-wait)");
   command.add_option("--loader-workers", o.base.loader_workers, "DataLoader worker threads (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::at_least(0));
   command.add_option("--bucket-cap-mb", o.base.bucket_cap_mb, "DDP bucket size of the main runs (MiB)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::real_above(0));
   command.add_option("--first-bucket-mb", o.base.first_bucket_mb, "DDP first bucket size (MiB)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::real_above(0));
   command.add_option("--hook", o.base.hook, "DDP communication hook of the main runs");
   command.add_option("--timeout", o.base.timeout_seconds, "seconds before a silent DDP rank is an error")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::real_above(0));
   command.add_option("--seed", o.base.seed, "model initialisation and data seed");
   command.add_option("--csv", o.csv_path, "write the measured (and predicted) rows as CSV");
   command.add_option("--json", o.json_path, "write everything (runs, model inputs, predictions) as JSON");
@@ -87,17 +88,17 @@ void add_scaling_flags(CLI::App& command, ScalingOptions& o, std::string& worker
   command.add_option("--predict-links", links_text,
                      "links to predict on, comma-separated: measured (fitted here), pcie4, nvlink4, ib-hdr, given");
   command.add_option("--predict-max", o.predict_max_workers, "largest predicted worker count (powers of two)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(cli::whole_in(1, 1 << 20));
   command
       .add_option("--compute-scale", o.compute_scales,
                   "predicted compute time = this machine's x this factor (e.g. 0.01 for a device 100x faster); "
                   "several give one prediction each, the plot shows the first; the measured link only at 1")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::real_above(0))
       ->delimiter(',');
   command.add_option("--link-alpha-us", o.link_alpha_us, "latency of the \"given\" link (us)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::real_at_least(0));
   command.add_option("--link-beta-gbs", o.link_beta_gbs, "bandwidth of the \"given\" link (GB/s)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::real_above(0));
 }
 
 void finish_scaling_options(ScalingOptions& o, const std::string& workers_text, const std::string& sweeps_text,

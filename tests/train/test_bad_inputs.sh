@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Bad inputs to syncgrad-train and syncgrad-generate get a clear refusal naming the value and what is allowed:
+# Bad inputs to syncgrad-train, syncgrad-generate and syncgrad-bench get a clear refusal naming the value and what is allowed:
 # numeric options out of range (readable ranges, not CLI11's 309-digit bound), --workers beyond the cap, an
 # endless text file (/dev/zero), a training set of 0 images, and malformed JSON in a checkpoint's metadata
 # (naming the file and the field).
-# Usage: test_bad_inputs.sh path/to/syncgrad-train path/to/syncgrad-generate
+# Usage: test_bad_inputs.sh path/to/syncgrad-train path/to/syncgrad-generate path/to/syncgrad-bench
 set -u
-train="$1"; generate="$2"
+train="$1"; generate="$2"; bench="$3"
 . "$(dirname "$0")/../check.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -33,6 +33,10 @@ refused "--dp-workers 100000" "--dp-workers: 100000 is out of range: use a whole
   "$train" --dp-workers 100000
 refused "generate --top-k -1" "--top-k: -1 is not allowed: use a whole number of at least 0" \
   "$generate" --checkpoint "$tmp" --top-k -1
+refused "syncgrad-bench scaling --steps 0" "--steps: 0 is not allowed: use a whole number of at least 1" \
+  "$bench" scaling --steps 0
+refused "syncgrad-bench ddp --bucket-cap-mb 0" "--bucket-cap-mb: 0 is not allowed: use a finite number above 0" \
+  "$bench" ddp --bucket-cap-mb 0
 short=""
 
 if [ -e /dev/zero ]; then
