@@ -122,7 +122,8 @@ bool rename_exchanging(const std::string& from, const std::string& to) {
 void point_latest_at(const std::string& root, const std::string& name) {
   const std::string link = join(root, kLatestLinkName);
   std::error_code ec;
-  if (fs::exists(fs::symlink_status(link, ec)) && !fs::is_symlink(fs::symlink_status(link, ec))) return;  // not ours
+  // A `latest` that is not a symlink is someone else's: left alone.
+  if (fs::exists(fs::symlink_status(link, ec)) && !fs::is_symlink(fs::symlink_status(link, ec))) return;
   const std::string temp = temporary_name_for(link);
   LiveTemporary live(temp);
   fs::create_directory_symlink(name, temp, ec);
@@ -217,6 +218,12 @@ std::string CheckpointWriter::commit() {
 
 Manifest verify_checkpoint(const std::string& dir, bool check_contents) {
   Manifest manifest = parse_manifest(join(dir, kManifestFileName));
+  const std::optional<int64_t> named_step = step_of_directory_name(fs::path(dir).lexically_normal().filename().string());
+  if (named_step && *named_step != manifest.step) {
+    throw CorruptCheckpointError(join(dir, kManifestFileName) + ": step " + std::to_string(manifest.step) +
+                                 ", but the directory is named for step " + std::to_string(*named_step) +
+                                 " (renamed by hand?)");
+  }
   for (const ManifestEntry& expected : manifest.files) {
     const std::string file = join(dir, expected.name);
     std::error_code ec;

@@ -5,6 +5,7 @@
 //     step-000100/                 a complete checkpoint: its files and manifest.json, written last
 //     step-000200/
 //     latest -> step-000200        a symlink to the newest complete checkpoint, for people and Python tools
+//                                  (a `latest` that is not a symlink is left alone)
 //     step-000300.tmp.<pid>.<n>/   a save in progress, or the debris of a killed one
 //
 // manifest.json lists every file of the checkpoint with its size and CRC32:

@@ -88,6 +88,10 @@ TEST_CASE("verify_checkpoint names the file and the reason") {
   fs::remove(dir + "/model.bin");
   CHECK(contains(message_of<io::CorruptCheckpointError>([&] { io::verify_checkpoint(dir); }),
                  dir + "/model.bin: listed in the manifest but"));
+  fs::rename(dir, root.file("step-000002"));
+  CHECK(contains(message_of<io::CorruptCheckpointError>([&] { io::verify_checkpoint(root.file("step-000002")); }),
+                 "manifest.json: step 1, but the directory is named for step 2"));
+  fs::rename(root.file("step-000002"), dir);
   write_text(dir + "/manifest.json", "{\"format\": \"syncgrad-checkpoint-manifest/1\", \"step\": ");
   CHECK(contains(message_of<io::CorruptCheckpointError>([&] { io::verify_checkpoint(dir); }),
                  dir + "/manifest.json: not a valid manifest"));
