@@ -1,6 +1,7 @@
 // Test program for syncgrad-launch: every rank connects to the store the launcher serves, using only the
 // environment (read_launch_env), publishes a key, reads every other rank's and counts arrivals.
-// With the argument "wrong-token" it presents a different token and expects the store to refuse it.
+// With the argument "wrong-token" it presents a different token and expects the store to refuse it at once
+// (a RendezvousError saying the store refused our token).
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -37,9 +38,10 @@ int main(int argc, char** argv) {
     std::printf("store ok: rank %d of %d read all %d keys from %s:%u\n", env.rank, env.world_size, env.world_size,
                 env.master_addr.c_str(), static_cast<unsigned>(env.master_port));
     return wrong_token ? 1 : 0;
-  } catch (const PeerError& e) {
-    std::printf("%s: %s\n", wrong_token ? "rejected" : "error", e.what());
-    return wrong_token ? 0 : 1;
+  } catch (const RendezvousError& e) {
+    const bool refused = std::string(e.what()).find("refused our token") != std::string::npos;
+    std::printf("%s: %s\n", wrong_token && refused ? "rejected" : "error", e.what());
+    return wrong_token && refused ? 0 : 1;
   } catch (const syncgrad::Error& e) {
     std::printf("error: %s\n", e.what());
     return 1;
