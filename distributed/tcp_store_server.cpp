@@ -523,11 +523,16 @@ std::string value_limit_text(const char* what, size_t size, size_t limit) {
 std::optional<std::string> Loop::oversize(Type type, uint32_t n, const uint8_t* head, size_t avail) const {
   const uint8_t* body = head + proto::kHeaderBytes;
   const size_t fields = n - 1;
-  if (type == Type::kSet || type == Type::kCompareSet) {
+  const bool keyed = type != Type::kCheck && type != Type::kWait;  // the body starts with one key
+  if (keyed) {
     if (avail < proto::kHeaderBytes + 4) return std::nullopt;
     const size_t key = proto::load_u32(body);
-    if (key > kMaxStoreKeyBytes || 4 + key + 4 > fields) throw proto::ProtocolError("bad key length");
+    if (key > kMaxStoreKeyBytes || 4 + key > fields) throw proto::ProtocolError("bad key length");
     if (key > options_.max_key_bytes) return key_limit_text(key, options_.max_key_bytes);
+  }
+  if (type == Type::kSet || type == Type::kCompareSet) {
+    const size_t key = proto::load_u32(body);
+    if (4 + key + 4 > fields) throw proto::ProtocolError("bad key length");
     const size_t rest = fields - 4 - key - 4;  // after the key and the first value's length
     if (type == Type::kSet) return value_limit_text("a value", rest, options_.max_value_bytes);
     if (avail < proto::kHeaderBytes + 4 + key + 4) return std::nullopt;
@@ -538,7 +543,7 @@ std::optional<std::string> Loop::oversize(Type type, uint32_t n, const uint8_t* 
     }
     return value_limit_text("a desired value", rest - expected - 4, options_.max_value_bytes);
   }
-  return std::string("a ") + proto::type_name(uint8_t(type)) + " request of " + std::to_string(n) +
+  return std::string("a request of type ") + proto::type_name(uint8_t(type)) + " of " + std::to_string(n) +
          " bytes is over this store's limit of " + std::to_string(frame_limit(type)) +
          " bytes for it (keys up to " + std::to_string(options_.max_key_bytes) +
          " bytes: TCPStoreServerOptions::max_key_bytes; key lists up to the size of one value)";
