@@ -275,13 +275,13 @@ void Loop::admit(net::Fd fd, const sockaddr_storage& peer) {
   std::string peer_text = net::peer_name(fd.get());
   if (conns_.size() >= options_.max_connections && !evict_oldest(nullptr, "max_connections")) {
     refuse_busy(std::move(fd), peer_text,
-                "the store serves " + std::to_string(conns_.size()) + " connections, its limit (max_connections)");
+                "the store serves " + plural(conns_.size(), "connection") + ", its limit (max_connections)");
     return;
   }
   auto load = [&]() -> AddressLoad& { return addresses_[address]; };
   if (load().all >= options_.max_connections_per_address && !evict_oldest(&address, "max_connections_per_address")) {
     refuse_busy(std::move(fd), peer_text,
-                "the store serves " + std::to_string(load().all) + " connections from " + address +
+                "the store serves " + plural(load().all, "connection") + " from " + address +
                     ", its limit per address (max_connections_per_address)");
     return;
   }
@@ -590,7 +590,7 @@ std::string Loop::refused_note() const {
     named += count;
   }
   if (named < refused_tokens_total_) from += " and other addresses";
-  std::string note = "meanwhile the store refused " + plural(refused_tokens_total_, "connection") +
+  std::string note = "the store has refused " + plural(refused_tokens_total_, "connection") +
                      " with a wrong token from " + from +
                      " (a rank started with another SYNCGRAD_STORE_TOKEN, or another job on this port?)";
   if (note.size() > proto::kMaxMessageBytes) note.resize(proto::kMaxMessageBytes);

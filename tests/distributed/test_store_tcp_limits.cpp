@@ -214,6 +214,16 @@ TEST_CASE("TCPStoreServer: keys, values and the total over the server's limits a
   CHECK(store.get("part4") == part);
 }
 
+TEST_CASE("TCPStore: an is_server store applies options.server") {
+  TCPStoreOptions o = client();
+  o.is_server = true;
+  o.server.max_value_bytes = 1024;
+  TCPStore master("127.0.0.1", 0, o);
+  check_error<ValueError>([&] { master.set("k", Bytes(2048, 0)); },
+                          {"a value of 2048 bytes", "limit of 1024 bytes per value"});
+  master.set("k", Bytes(1024, 0));
+}
+
 TEST_CASE("TCPStoreServer: the default value limit refuses a 20 MiB value without dropping the client") {
   TCPStoreServer server("127.0.0.1", 0, "tok");
   TCPStore store("127.0.0.1", server.port(), client());
@@ -253,7 +263,7 @@ TEST_CASE("TCPStoreServer: the waiting side's timeout names the connections refu
   TCPStore waiting("127.0.0.1", server.port(), client("tok", 300ms));
   check_error<TimeoutError>([&] { waiting.get("rank/1"); },
                             {"keys still missing: 'rank/1'",
-                             "the store refused 1 connection with a wrong token from 127.0.0.1",
+                             "the store has refused 1 connection with a wrong token from 127.0.0.1",
                              "SYNCGRAD_STORE_TOKEN"});
   // A server that refused nobody says nothing of the kind.
   TCPStoreServer clean("127.0.0.1", 0, "tok");
