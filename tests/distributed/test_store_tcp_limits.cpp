@@ -131,6 +131,34 @@ TEST_CASE("TCPStoreServer: idle connections over the per-address bound are evict
   CHECK(closed >= 32);
 }
 
+TEST_CASE("TCPStoreServer: a burst of ranks from one address all get in, even past a tiny pending bound") {
+  // 64 ranks connecting at once against max_pending_per_address = 4: ranks evicted before their HELLO was
+  // read are told "busy" (or see the connection close) and retry.
+  TCPStoreServerOptions o;
+  o.max_pending_per_address = 4;
+  TCPStoreServer server("127.0.0.1", 0, "tok", o);
+  constexpr int kRanks = 64;
+  std::atomic<int> met{0};
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ranks.emplace_back([&, rank] {
+      try {
+        TCPStore store("127.0.0.1", server.port(), client("tok", 60s));
+        store.add("arrived", 1);
+        store.set("rank/" + std::to_string(rank), "here");
+        store.wait({"rank/0", "rank/" + std::to_string(kRanks - 1)});
+        ++met;
+      } catch (const std::exception& e) {
+        MESSAGE(e.what());
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  CHECK(met == kRanks);
+  TCPStore check("127.0.0.1", server.port(), client());
+  CHECK(check.get_string("arrived") == std::to_string(kRanks));
+}
+
 TEST_CASE("TCPStoreServer: over max_connections a client is refused 'busy' and retries until a place frees") {
   TCPStoreServerOptions o;
   o.max_connections = 1;
