@@ -1,11 +1,14 @@
 // TCPStore, the client side: a small pool of authenticated connections to the store server (one per thread
 // with a request in flight, so a thread parked in get() never blocks another thread's set()), requests and
-// replies with deadlines so a dead or silent server becomes an error instead of a hang. Protocol:
-// tcp_store_protocol.h; the server: tcp_store_server.cpp.
+// replies with deadlines so a dead or silent server becomes an error instead of a hang. A handshake the
+// server closes or answers "busy" (its connection bounds) is retried with back-off until the timeout.
+// Protocol: tcp_store_protocol.h; the server: tcp_store_server.cpp.
 #include "distributed/tcp_store.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -68,6 +71,13 @@ auto decode(const Bytes& body, const std::string& where, const std::string& op, 
   }
 }
 
+// A TIMEOUT reply: the keys still missing and the server's note.
+std::pair<std::vector<std::string>, std::string> read_timeout(proto::Reader& rd) {
+  std::vector<std::string> missing = rd.keys();
+  std::string note = rd.str(proto::kMaxMessageBytes);
+  return {std::move(missing), std::move(note)};
+}
+
 }  // namespace
 
 struct TCPStore::Connection {
@@ -79,10 +89,34 @@ struct TCPStore::Connection {
   std::vector<net::Fd> idle;
   std::string lost;  // why the server is known to be gone; later requests fail at once
 
-  // Connects (retrying until the timeout) and presents the token.
+  // Connects (retrying until the timeout) and presents the token. A handshake the server closes before
+  // answering, or answers "busy", is retried with back-off: the server sheds load that way.
   net::Fd open(std::chrono::milliseconds timeout) const {
-    net::Fd fd = net::connect_with_retry(host, port, timeout, "TCPStore", kConnectHint);
     const net::Deadline deadline = net::Deadline::after(timeout);
+    auto backoff = std::chrono::milliseconds(10);
+    std::string last_refusal;
+    for (;;) {
+      const auto left = std::chrono::milliseconds(deadline.poll_timeout_ms());
+      net::Fd fd = net::connect_with_retry(host, port, left, "TCPStore", kConnectHint);
+      std::string refusal;
+      if (handshake(fd, timeout, deadline, refusal)) return fd;
+      last_refusal = refusal;
+      if (deadline.expired()) break;
+      std::this_thread::sleep_for(std::min(backoff, std::chrono::milliseconds(deadline.poll_timeout_ms())));
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+      if (deadline.expired()) break;
+    }
+    throw RendezvousError("TCPStore: the store server at " + where + " did not take this client within " +
+                          millis(timeout) + " (last: " + last_refusal +
+                          "); it is overloaded or flooded with connections (its bounds are TCPStoreServerOptions::"
+                          "max_connections and max_connections_per_address), or the port belongs to another "
+                          "service that closes connections (check MASTER_ADDR/MASTER_PORT)");
+  }
+
+  // Presents the token on a new connection. False, with the reason, when the server closed the connection
+  // before answering or answered "busy" (worth retrying); throws on every other failure.
+  bool handshake(const net::Fd& fd, std::chrono::milliseconds timeout, net::Deadline deadline,
+                 std::string& refusal) const {
     const Bytes hello = proto::Writer(Type::kHello).u32(proto::kMagic).u32(proto::kVersion).str(token).finish();
     Reply r;
     std::string failure;
@@ -91,6 +125,10 @@ struct TCPStore::Connection {
         outcome != Outcome::kTimeout, RendezvousError, "TCPStore: connected to ", where,
         " but got no answer to the handshake within ", millis(timeout),
         "; the port may belong to another service than the store (check MASTER_PORT), or the server is stopped");
+    if (outcome == Outcome::kClosed) {
+      refusal = failure + " during the handshake";
+      return false;
+    }
     SYNCGRAD_CHECK(outcome != Outcome::kBroken, PeerError, "TCPStore: the handshake with ", where, " failed: ", failure,
                    "; is it a syncgrad store server (check MASTER_ADDR/MASTER_PORT)?");
     if (r.type == Type::kRejected) {
@@ -101,11 +139,16 @@ struct TCPStore::Connection {
       } catch (const proto::ProtocolError&) {
         reason = "no reason given";
       }
+      if (reason.rfind(proto::kBusy, 0) == 0) {
+        refusal = "the server answered " + reason;
+        return false;
+      }
       SYNCGRAD_CHECK(reason == proto::kWrongToken, PeerError, "TCPStore: the store server at ", where,
                      " refused this client: ", reason);
-      throw PeerError("TCPStore: the store server at " + where +
-                      " rejected this process's token; SYNCGRAD_STORE_TOKEN must be the one the launcher set for "
-                      "this job (is another job using the same MASTER_ADDR:MASTER_PORT?)");
+      throw RendezvousError("TCPStore: the store at " + where +
+                            " refused our token; the job's ranks must share SYNCGRAD_STORE_TOKEN (the server "
+                            "rejected this process's token: it must be the one the launcher set for this job; is "
+                            "another job using the same MASTER_ADDR:MASTER_PORT?)");
     }
     bool ok = r.type == Type::kHelloOk;
     if (ok) {
@@ -120,11 +163,12 @@ struct TCPStore::Connection {
     SYNCGRAD_CHECK(ok, PeerError, "TCPStore: ", where, " answered the handshake with ",
                    proto::type_name(uint8_t(r.type)),
                    "; it is not a syncgrad store server of this version (check MASTER_ADDR/MASTER_PORT)");
-    return fd;
+    return true;
   }
 
-  // How one request/reply went: kBroken carries the reason in `failure`.
-  enum class Outcome { kOk, kTimeout, kBroken };
+  // How one request/reply went: kClosed (the peer closed or reset the connection) and kBroken carry the
+  // reason in `failure`.
+  enum class Outcome { kOk, kTimeout, kClosed, kBroken };
 
   // Sends a frame and reads one reply before the deadline.
   Outcome exchange(const net::Fd& fd, const Bytes& frame, net::Deadline deadline, Reply& reply,
@@ -133,7 +177,7 @@ struct TCPStore::Connection {
       if (io.status == net::IoStatus::kTimeout) return Outcome::kTimeout;
       failure = io.error == 0 ? "the server closed the connection"
                               : "the connection broke (" + net::errno_text(io.error) + ")";
-      return Outcome::kBroken;
+      return io.status == net::IoStatus::kClosed ? Outcome::kClosed : Outcome::kBroken;
     };
     net::IoResult io = net::send_all(fd.get(), frame.data(), frame.size(), deadline);
     if (io.status != net::IoStatus::kOk) return broken(io);
@@ -173,7 +217,7 @@ struct TCPStore::Connection {
     const Outcome outcome = exchange(fd, frame, net::Deadline::after(reply_timeout), r, failure);
     SYNCGRAD_CHECK(outcome != Outcome::kTimeout, TimeoutError, "TCPStore.", op, ": no reply from the store server at ",
                    where, " within ", millis(reply_timeout), "; the server process may be stopped or overloaded");
-    if (outcome == Outcome::kBroken) {
+    if (outcome == Outcome::kBroken || outcome == Outcome::kClosed) {
       {
         std::lock_guard<std::mutex> lock(mutex);
         lost = failure + " during " + op;
@@ -182,7 +226,7 @@ struct TCPStore::Connection {
       throw PeerError("TCPStore." + op + ": the store server at " + where + " failed mid-request: " + failure +
                       " (did rank 0 / the launcher exit or crash?)");
     }
-    bool fits = r.type == Type::kError;
+    bool fits = r.type == Type::kError || r.type == Type::kRefused;
     for (Type t : expected) fits = fits || r.type == t;
     SYNCGRAD_CHECK(fits, PeerError, "TCPStore.", op, ": the store server at ", where, " answered ",
                    proto::type_name(uint8_t(r.type)), ", which does not fit the request");
@@ -192,6 +236,11 @@ struct TCPStore::Connection {
     }
     SYNCGRAD_CHECK(r.type != Type::kError, ValueError,
                    decode(r.body, where, op, [](proto::Reader& rd) { return rd.str(proto::kMaxMessageBytes); }));
+    SYNCGRAD_CHECK(r.type != Type::kRefused, ValueError, "TCPStore.", op, ": the store server at ", where,
+                   " refused it: ",
+                   decode(r.body, where, op, [](proto::Reader& rd) { return rd.str(proto::kMaxMessageBytes); }),
+                   "; the store is for small setup data (send tensors with the process group), or raise the limit "
+                   "where the store is served");
     return r;
   }
 };
@@ -199,7 +248,7 @@ struct TCPStore::Connection {
 TCPStore::TCPStore(const std::string& host, uint16_t port, TCPStoreOptions options)
     : Store(options.timeout), host_(host), port_(port) {
   if (options.is_server) {
-    server_ = std::make_unique<TCPStoreServer>(host, port, options.token);
+    server_ = std::make_unique<TCPStoreServer>(host, port, options.token, options.server);
     port_ = server_->port();
   }
   connection_ = std::make_unique<Connection>();
@@ -232,8 +281,8 @@ Bytes TCPStore::get(const std::string& key) {
                                  {Type::kValue, Type::kTimeout});
   const std::string& where = connection_->where;
   if (r.type == Type::kTimeout) {
-    auto missing = decode(r.body, where, op, [](proto::Reader& rd) { return rd.keys(); });
-    store_data::throw_timeout("TCPStore(" + where + ")", op, t, missing);
+    auto [missing, note] = decode(r.body, where, op, read_timeout);
+    store_data::throw_timeout("TCPStore(" + where + ")", op, t, missing, note);
   }
   return decode(r.body, where, op, [](proto::Reader& rd) { return rd.bytes(kMaxStoreValueBytes); });
 }
@@ -278,8 +327,8 @@ void TCPStore::wait(const std::vector<std::string>& keys, std::chrono::milliseco
                                  t + kReplyGrace, {Type::kOk, Type::kTimeout});
   if (r.type == Type::kTimeout) {
     const std::string& where = connection_->where;
-    auto missing = decode(r.body, where, "wait", [](proto::Reader& rd) { return rd.keys(); });
-    store_data::throw_timeout("TCPStore(" + where + ")", "wait", t, missing);
+    auto [missing, note] = decode(r.body, where, "wait", read_timeout);
+    store_data::throw_timeout("TCPStore(" + where + ")", "wait", t, missing, note);
   }
 }
 

@@ -90,11 +90,12 @@ std::string quote_keys(const std::vector<std::string>& keys) {
 }
 
 void throw_timeout(const std::string& who, const std::string& op, std::chrono::milliseconds timeout,
-                   const std::vector<std::string>& missing) {
+                   const std::vector<std::string>& missing, const std::string& note) {
   throw TimeoutError(who + "." + op + ": timed out after " + std::to_string(timeout.count()) +
                      " ms; keys still missing: " + quote_keys(missing) +
                      " (the rank that should set them may have failed or be slower: check its log, or raise "
-                     "the timeout)");
+                     "the timeout)" +
+                     (note.empty() ? "" : "; " + note));
 }
 
 }  // namespace syncgrad::distributed::store_data

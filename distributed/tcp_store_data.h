@@ -26,8 +26,9 @@ std::vector<std::string> missing(const Table& table, const std::vector<std::stri
 // "'a', 'b' and 3 more" with unprintable bytes escaped, for error messages.
 std::string quote_keys(const std::vector<std::string>& keys);
 std::string quote_key(const std::string& key);
-// Throws the TimeoutError of a get/wait: "<who>.<op>: timed out after <timeout> ms; keys still missing: ...".
+// Throws the TimeoutError of a get/wait: "<who>.<op>: timed out after <timeout> ms; keys still missing: ...",
+// then the store's note on what else it saw meanwhile, when there is one.
 [[noreturn]] void throw_timeout(const std::string& who, const std::string& op, std::chrono::milliseconds timeout,
-                                const std::vector<std::string>& missing);
+                                const std::vector<std::string>& missing, const std::string& note = "");
 
 }  // namespace syncgrad::distributed::store_data

@@ -33,8 +33,9 @@ size_t max_body(uint8_t type) {
     case Type::kValue: return 1 + kValue;
     case Type::kInt: return 1 + 8;
     case Type::kBool: return 1 + 1;
-    case Type::kTimeout: return 1 + kKeys;
+    case Type::kTimeout: return 1 + kKeys + kStr + kMaxMessageBytes;
     case Type::kError: return 1 + kStr + kMaxMessageBytes;
+    case Type::kRefused: return 1 + kStr + kMaxMessageBytes;
   }
   return 0;
 }
@@ -57,6 +58,7 @@ const char* type_name(uint8_t type) {
     case Type::kBool: return "BOOL";
     case Type::kTimeout: return "TIMEOUT";
     case Type::kError: return "ERROR";
+    case Type::kRefused: return "REFUSED";
   }
   return "unknown";
 }

@@ -23,14 +23,20 @@
 //   0x84 VALUE        str value
 //   0x85 INT          i64 value
 //   0x86 BOOL         u8 (0 or 1)
-//   0x87 TIMEOUT      keys still missing when the request's timeout expired
+//   0x87 TIMEOUT      keys still missing when the request's timeout expired, str note (what else the
+//                     server saw meanwhile: connections refused for a wrong token; may be empty)
 //   0x88 ERROR        str message  (the request was well-formed but could not be applied)
+//   0x89 REFUSED      str message  (the request is over one of the server's limits: key, value or total
+//                     size; nothing was applied and the connection stays usable)
 //
 // Limits: keys and tokens at most kMaxStoreKeyBytes, values at most kMaxStoreValueBytes, key lists at most
 // kMaxStoreKeysPerRequest entries. The frame header alone already bounds N by the type's largest valid body,
 // so an oversized length is refused before anything is buffered. The server closes a connection on any
-// malformed or oversized frame, and on any request before a valid HELLO; it answers one request at a time
-// per connection, parking GET/WAIT until the keys exist or their timeout expires.
+// malformed frame or one over these wire limits, and on any request before a valid HELLO. A frame within the
+// wire limits but over the server's own (TCPStoreServerOptions) gets REFUSED as soon as its header is read,
+// and its body is skipped without being buffered. A connection refused for load gets REJECTED with a reason
+// starting with kBusy (the client retries). The server answers one request at a time per connection,
+// parking GET/WAIT until the keys exist or their timeout expires.
 #pragma once
 
 #include <cstddef>
@@ -44,10 +50,11 @@
 namespace syncgrad::distributed::store_protocol {
 
 inline constexpr uint32_t kMagic = 0x54534753;  // the bytes "SGST"
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 inline constexpr size_t kHeaderBytes = 5;                  // u32 length + u8 type
 inline constexpr size_t kMaxMessageBytes = 4096;           // REJECTED / ERROR texts
 inline constexpr const char* kWrongToken = "wrong token";  // the REJECTED reason for a bad token
+inline constexpr const char* kBusy = "busy: ";  // how REJECTED reasons for load (retry later) start
 
 enum class Type : uint8_t {
   kHello = 0x01,
@@ -66,6 +73,7 @@ enum class Type : uint8_t {
   kBool = 0x86,
   kTimeout = 0x87,
   kError = 0x88,
+  kRefused = 0x89,
 };
 
 // A malformed or oversized message.

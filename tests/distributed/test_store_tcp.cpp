@@ -224,12 +224,19 @@ TEST_CASE("TCPStore: a listener that never answers the handshake does not hang t
 TEST_CASE("TCPStore: a wrong token is rejected; the server keeps serving the right one") {
   TCPStoreServer server("127.0.0.1", 0, "right");
   const std::string where = "127.0.0.1:" + std::to_string(server.port());
-  check_error<PeerError>([&] { TCPStore s("127.0.0.1", server.port(), client_options("wrong")); },
-                         {where, "rejected", "token", "SYNCGRAD_STORE_TOKEN must be the one the launcher set"});
+  // Told at once (not after the timeout), as a rendezvous mistake.
+  const auto start = Clock::now();
+  check_error<RendezvousError>([&] { TCPStore s("127.0.0.1", server.port(), client_options("wrong", 60s)); },
+                               {"the store at " + where + " refused our token",
+                                "the job's ranks must share SYNCGRAD_STORE_TOKEN", "rejected this process's token",
+                                "must be the one the launcher set"});
+  CHECK(Clock::now() - start < 30s);
   // An empty token is a token too: both sides still do the handshake.
-  check_error<PeerError>([&] { TCPStore s("127.0.0.1", server.port(), client_options("")); }, {"rejected"});
+  check_error<RendezvousError>([&] { TCPStore s("127.0.0.1", server.port(), client_options("")); },
+                               {"refused our token"});
   TCPStoreServer open_server("127.0.0.1", 0, "");
-  check_error<PeerError>([&] { TCPStore s("127.0.0.1", open_server.port(), client_options("x")); }, {"rejected"});
+  check_error<RendezvousError>([&] { TCPStore s("127.0.0.1", open_server.port(), client_options("x")); },
+                               {"refused our token"});
   TCPStore fine("127.0.0.1", open_server.port(), client_options(""));
   fine.set("k", "v");
   check_still_serving(server.port(), "right");
