@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
-#include "distributed/ddp_consistency.h"
+#include "distributed/consistency.h"
 #include "distributed/errors.h"
 #include "tensor/check.h"
 #include "tensor/ops/views.h"

@@ -1,6 +1,6 @@
 // check_same_on_all_ranks: allgather a fingerprint; on a mismatch allgather the full descriptions and say
 // where they differ.
-#include "distributed/ddp_consistency.h"
+#include "distributed/consistency.h"
 
 #include <algorithm>
 #include <cstring>
