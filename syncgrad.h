@@ -101,5 +101,6 @@
 #include "distributed/comm_hook.h"
 #include "distributed/reducer.h"
 #include "distributed/ddp.h"
+#include "distributed/consistency.h"
 #include "distributed/sync_batch_norm.h"
 #include "distributed/data_parallel.h"
