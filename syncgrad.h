@@ -102,5 +102,6 @@
 #include "distributed/reducer.h"
 #include "distributed/ddp.h"
 #include "distributed/consistency.h"
+#include "distributed/rank0_work.h"
 #include "distributed/sync_batch_norm.h"
 #include "distributed/data_parallel.h"
