@@ -2,6 +2,7 @@
 #include "tools/train/training_checkpoint.h"
 
 #include "tensor/generator.h"
+#include "tools/train/rank0_work.h"
 
 namespace syncgrad::train {
 
@@ -23,12 +24,11 @@ void end_epoch(TrainingRun& run) {
   position.rng_offset = default_generator().offset();
   position.grad_scaler = run.scaler.state_dict();
   run.losses.check();
-  if (c.checkpoint_dir.empty()) return;
-  if (run.rank == 0) {
+  if (!run.rank0_saves) return;
+  on_rank0_while_others_wait(run, "saving the checkpoint", [&] {
     save_checkpoint(c.checkpoint_dir, c.model, *run.model, *run.optimizer, position, c);
     run.out << "checkpoint saved to " << c.checkpoint_dir << " (step " << position.step << ")\n";
-  }
-  run.job.barrier();
+  });
 }
 
 }  // namespace syncgrad::train

@@ -1,6 +1,7 @@
 // A run's checkpoints (the files: checkpoint.h): --resume restores the model, the optimizer, the position and
 // the default generator before the run's loader is built; at the end of every epoch (or at --max-steps) the
-// position is brought up to date and, with --checkpoint-dir, rank 0 saves while the other ranks wait.
+// position is brought up to date and, with --checkpoint-dir on rank 0, rank 0 saves while the other ranks wait on
+// its heartbeat (rank0_work.h).
 #pragma once
 
 #include "tools/train/training_run.h"
