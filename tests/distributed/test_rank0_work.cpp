@@ -1,12 +1,15 @@
 // run_on_rank0 between 2 real processes with a short collective timeout (2 s): rank 0's work taking far longer
 // than the timeout lets the other rank wait and the job go on; work that fails on rank 0 fails the other rank
 // with rank 0's error text; a rank 0 that never shows a sign of life fails the waiter with a TimeoutError once
-// the silence limit is over; the keys of finished calls are removed.
+// the silence limit is over; one that dies while serving the store fails the waiter at once; the keys of
+// finished calls are removed.
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+
+#include <unistd.h>
 
 #include "distributed/errors.h"
 #include "distributed/hash_store.h"
@@ -83,6 +86,24 @@ TEST_CASE("a rank 0 that shows no sign of life fails the waiter once the silence
   CHECK(outcomes[1].report.find("TimeoutError: rank 1 waited while rank 0 was saving the checkpoint, but rank 0 has "
                                 "shown no sign of life for ") != std::string::npos);
   CHECK(outcomes[1].report.find("or never started") != std::string::npos);
+}
+
+TEST_CASE("a rank 0 that dies during its work (serving the store itself) fails the waiter at once, not at the limit") {
+  auto outcomes = run_job(2, [](int rank) {
+    init_process_group(test::quick_init(60s));
+    try {
+      run_on_rank0(default_group(), *default_store(), "saving the checkpoint", [] { _exit(3); });
+    } catch (const PeerError& e) {
+      report(std::string("PeerError: ") + e.what());
+      return;
+    }
+    throw std::runtime_error("no PeerError on rank " + std::to_string(rank));
+  }, {.deadline_seconds = 50, .parent_serves_store = false});
+  CHECK(outcomes[0].exit_code == 3);
+  INFO(outcomes[1].report);
+  CHECK(outcomes[1].exit_code == 0);  // well before the 60 s silence limit (and the 50 s hang guard)
+  CHECK(outcomes[1].report.find("PeerError: rank 1 waited while rank 0 was saving the checkpoint, but the store "
+                                "stopped answering") != std::string::npos);
 }
 
 TEST_CASE("one process: the work just runs") {
