@@ -22,11 +22,11 @@ by_hand() {
   port=$(free_port)
   # shellcheck disable=SC2086
   MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 RANK=0 \
-    timeout 120 "$train" --model mlp --workers 0 --log-every 5 $1 >"$tmp/r0.log" 2>&1 &
+    timeout 120 "$train" --model mlp --log-every 5 $1 >"$tmp/r0.log" 2>&1 &
   p0=$!
   # shellcheck disable=SC2086
   MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 RANK=1 \
-    timeout 120 "$train" --model mlp --workers 0 --log-every 5 $2 >"$tmp/r1.log" 2>&1 &
+    timeout 120 "$train" --model mlp --log-every 5 $2 >"$tmp/r1.log" 2>&1 &
   p1=$!
   wait $p0; s0=$?
   wait $p1; s1=$?
@@ -34,7 +34,7 @@ by_hand() {
 
 # refused "what" "rank 0's options" "rank 1's options" "the expected difference"
 refused() {
-  by_hand "$2" "$3"
+  by_hand "--workers 0 $2" "--workers 0 $3"
   tail -1 "$tmp/r1.log"
   check "$1: rank 0 fails (not killed by the hang guard)" test "$s0" -ne 0 -a "$s0" -ne 124
   check "$1: rank 1 fails (not killed by the hang guard)" test "$s1" -ne 0 -a "$s1" -ne 124
@@ -54,8 +54,8 @@ refused "--batch-size" "--batch-size 64 --max-steps 10" "--batch-size 32 --max-s
 refused "--epochs" "--epochs 1 --max-steps 10" "--epochs 2 --max-steps 10" "rank 1 has --epochs 2, rank 0 has 1"
 
 # What may differ per rank does: --threads, --workers and rank 0's outputs.
-by_hand "--max-steps 10 --threads 1 --checkpoint-dir $tmp/own" "--max-steps 10 --threads 2 --workers 1"
-tail -1 "$tmp/r0.log"
+by_hand "--max-steps 10 --threads 1 --workers 0 --checkpoint-dir $tmp/own" "--max-steps 10 --threads 2 --workers 1"
+tail -1 "$tmp/r0.log" "$tmp/r1.log"
 check "the same options (but --threads, --workers, --checkpoint-dir) train: rank 0 succeeds" test "$s0" -eq 0
 check "the same options train: rank 1 succeeds" test "$s1" -eq 0
 check "rank 0 reports the 10 steps" grep -q "^done: 10 steps" "$tmp/r0.log"
