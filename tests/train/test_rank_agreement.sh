@@ -2,8 +2,10 @@
 # Ranks of one syncgrad-train job started by hand (RANK, WORLD_SIZE, MASTER_ADDR/PORT; rank 0 serves the store)
 # with one option different: --lr, --optimizer, --seed, --max-steps, --batch-size or --epochs. Each rank must
 # fail, at start (long before any timeout: a hang guard kills a rank after 120 s), naming the option and both
-# values, with the hint to use the same command line; the same options on both ranks train. Then a 2-rank run
-# under syncgrad-launch reports the test accuracy that one process evaluating the saved model gets.
+# values, with the hint to use the same command line; the same options on both ranks train (--threads,
+# --workers and a --checkpoint-dir on rank 0 only may differ); a --resume on rank 0 only is refused naming the
+# resumed steps. Then a 2-rank run under syncgrad-launch reports the test accuracy that one process evaluating
+# the saved model gets.
 # Usage: test_rank_agreement.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
 launch="$1"; train="$2"
@@ -59,6 +61,16 @@ tail -1 "$tmp/r0.log" "$tmp/r1.log"
 check "the same options (but --threads, --workers, --checkpoint-dir) train: rank 0 succeeds" test "$s0" -eq 0
 check "the same options train: rank 1 succeeds" test "$s1" -eq 0
 check "rank 0 reports the 10 steps" grep -q "^done: 10 steps" "$tmp/r0.log"
+
+# Only rank 0 resumes from that checkpoint: refused, naming the positions.
+by_hand "--workers 0 --max-steps 20 --resume $tmp/own" "--workers 0 --max-steps 20"
+tail -1 "$tmp/r1.log"
+check "a resume on rank 0 only fails on rank 0" test "$s0" -ne 0 -a "$s0" -ne 124
+check "a resume on rank 0 only fails on rank 1" test "$s1" -ne 0 -a "$s1" -ne 124
+for r in 0 1; do
+  check "rank $r names the resumed positions" grep -qF \
+    "resumed state: the ranks disagree: rank 1 has resumed at step 0, rank 0 has 10" "$tmp/r$r.log"
+done
 
 # Evaluation shared by the ranks gives one process's test accuracy for the same weights: the saved model,
 # evaluated alone after a step with --lr 0 (which leaves an MLP's weights as they are).
