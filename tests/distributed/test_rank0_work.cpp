@@ -1,8 +1,8 @@
 // run_on_rank0 between 2 real processes with a short collective timeout (2 s): rank 0's work taking far longer
-// than the timeout lets the other rank wait and the job go on; work that fails on rank 0 fails the other rank
-// with rank 0's error text; a rank 0 that never shows a sign of life fails the waiter with a TimeoutError once
-// the silence limit is over; one that dies while serving the store fails the waiter at once; the keys of
-// finished calls are removed.
+// than the timeout lets the other rank wait and the job go on (behind a barrier, as before, it fails the waiting
+// rank at the timeout); work that fails on rank 0 fails the other rank with rank 0's error text; a rank 0 that
+// never shows a sign of life fails the waiter with a TimeoutError once the silence limit is over; one that dies
+// while serving the store fails the waiter at once; the keys of finished calls are removed.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -41,6 +41,22 @@ TEST_CASE("rank 0's work may take far longer than the collective timeout: the ot
   }, {.deadline_seconds = 120});
   expect_all_ok(outcomes);
   for (const auto& outcome : outcomes) CHECK(outcome.report.find("went on") != std::string::npos);
+}
+
+TEST_CASE("the same work behind a barrier (what the trainer did before) fails the waiting rank at the timeout") {
+  auto outcomes = run_job(2, [](int rank) {
+    init_process_group(test::quick_init(2s));
+    if (rank == 0) std::this_thread::sleep_for(5s);
+    try {
+      default_group().barrier()->wait();
+    } catch (const DistributedError& e) {
+      report(std::string("failed: ") + e.what());
+      return;
+    }
+    report("barrier passed");
+  }, {.deadline_seconds = 120});
+  INFO(outcomes[1].report);
+  CHECK(outcomes[1].report.find("failed: ") != std::string::npos);
 }
 
 TEST_CASE("work that fails on rank 0 fails the waiting ranks with rank 0's error text") {
