@@ -101,5 +101,7 @@
 #include "distributed/comm_hook.h"
 #include "distributed/reducer.h"
 #include "distributed/ddp.h"
+#include "distributed/consistency.h"
+#include "distributed/rank0_work.h"
 #include "distributed/sync_batch_norm.h"
 #include "distributed/data_parallel.h"

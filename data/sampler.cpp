@@ -81,6 +81,12 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replica
   num_samples_ = (drop_last && n % r != 0) ? n / r : (n + r - 1) / r;
 }
 
+std::vector<std::pair<std::string, std::string>> DistributedSampler::settings() const {
+  return {{"dataset_size", std::to_string(dataset_size_)}, {"num_replicas", std::to_string(num_replicas_)},
+          {"shuffle", shuffle_ ? "true" : "false"},         {"seed", std::to_string(seed_)},
+          {"drop_last", drop_last_ ? "true" : "false"},     {"epoch", std::to_string(epoch_)}};
+}
+
 std::vector<int64_t> DistributedSampler::indices() const {
   std::vector<int64_t> order =
       shuffle_ ? permutation(dataset_size_, Generator(seed_ + static_cast<uint64_t>(epoch_))) : iota(dataset_size_);

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace syncgrad::data {
@@ -76,6 +78,12 @@ class DistributedSampler : public Sampler {
   std::vector<int64_t> indices() const override;
   void set_epoch(int64_t epoch) override { epoch_ = epoch; }
   int64_t epoch() const { return epoch_; }
+  int64_t num_replicas() const { return num_replicas_; }
+  int64_t rank() const { return rank_; }
+  // What every rank's sampler must share, by name: dataset_size, num_replicas, shuffle, seed, drop_last, epoch.
+  // Ranks whose samplers differ in any of these read overlapping shards or leave samples out; under a process
+  // group, distributed::check_sampler_agrees (distributed/consistency.h) compares them across the ranks.
+  std::vector<std::pair<std::string, std::string>> settings() const;
 
  private:
   int64_t dataset_size_;

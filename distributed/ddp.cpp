@@ -2,10 +2,9 @@
 // load_model_state's "module." prefix handling.
 #include "distributed/ddp.h"
 
-#include <sstream>
 
 #include "autograd/grad_mode.h"
-#include "distributed/ddp_consistency.h"
+#include "distributed/consistency.h"
 #include "distributed/errors.h"
 #include "tensor/check.h"
 #include "tensor/ops/views.h"
@@ -14,23 +13,25 @@ namespace syncgrad::distributed {
 
 namespace {
 
-std::vector<std::string> describe(const nn::Module& module, const DDPOptions& options, const CommHook& hook) {
-  std::vector<std::string> entries;
+// What every rank must share: the parameters and buffers (name, dtype, shape, frozen) in order, then the options.
+Settings describe(const nn::Module& module, const DDPOptions& options, const CommHook& hook) {
+  Settings settings;
   for (const auto& [name, p] : module.named_parameters()) {
-    entries.push_back("parameter " + name + " " + dtype_name(p.dtype()) + " " + shape_str(p.sizes()) +
-                      (p.requires_grad() ? "" : " frozen"));
+    settings.emplace_back("parameter " + name,
+                          std::string(dtype_name(p.dtype())) + " " + shape_str(p.sizes()) + (p.requires_grad() ? "" : " frozen"));
   }
   for (const auto& [name, b] : module.named_buffers()) {
-    entries.push_back("buffer " + name + " " + dtype_name(b.dtype()) + " " + shape_str(b.sizes()));
+    settings.emplace_back("buffer " + name, std::string(dtype_name(b.dtype())) + " " + shape_str(b.sizes()));
   }
-  std::ostringstream o;
-  o << "options bucket_cap_mb=" << options.bucket_cap_mb << " first_bucket_mb=" << options.first_bucket_mb
-    << " find_unused_parameters=" << options.find_unused_parameters
-    << " gradient_as_bucket_view=" << options.gradient_as_bucket_view
-    << " broadcast_buffers=" << options.broadcast_buffers << " overlap=" << options.overlap
-    << " check_step_agreement=" << options.check_step_agreement << " comm_hook=" << hook.name();
-  entries.push_back(o.str());
-  return entries;
+  settings.emplace_back("bucket_cap_mb", setting_text(options.bucket_cap_mb));
+  settings.emplace_back("first_bucket_mb", setting_text(options.first_bucket_mb));
+  settings.emplace_back("find_unused_parameters", setting_text(options.find_unused_parameters));
+  settings.emplace_back("gradient_as_bucket_view", setting_text(options.gradient_as_bucket_view));
+  settings.emplace_back("broadcast_buffers", setting_text(options.broadcast_buffers));
+  settings.emplace_back("overlap", setting_text(options.overlap));
+  settings.emplace_back("check_step_agreement", setting_text(options.check_step_agreement));
+  settings.emplace_back("comm_hook", hook.name());
+  return settings;
 }
 
 void broadcast_all(ProcessGroup& group, const nn::StateDict& tensors) {
@@ -55,7 +56,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                  std::to_string(options_.first_bucket_mb), ")");
   register_module("module", module_);
   if (!options_.comm_hook) options_.comm_hook = allreduce_hook();
-  check_same_on_all_ranks(*group_, describe(*module_, options_, *options_.comm_hook), "DistributedDataParallel");
+  check_same_on_all_ranks(*group_, describe(*module_, options_, *options_.comm_hook), "DistributedDataParallel",
+                          "every rank must build the same model and pass the same DDP options");
   {
     NoGradGuard no_grad;
     broadcast_all(*group_, module_->named_parameters());

@@ -2,6 +2,7 @@
 #include "optim/optimizer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -24,6 +25,13 @@ std::string number(double value) {
   std::ostringstream os;
   os << value;
   return os.str();
+}
+
+// The shortest text that reads back as exactly `value`: 0.05, 0.1, 1e-08, 0.30000000000000004.
+std::string exact_number(double value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::string(text, end);
 }
 
 // Splits "state.<index>.<name>"; throws ValueError naming the key otherwise.
@@ -104,6 +112,16 @@ double Optimizer::lr(size_t group) const {
 void Optimizer::set_lr(double lr) {
   check_option(lr >= 0.0, name_, "learning rate lr", lr, "must be >= 0");
   for (ParamGroup& group : groups_) group.options["lr"] = lr;
+}
+
+std::vector<std::pair<std::string, std::string>> Optimizer::settings() const {
+  std::vector<std::pair<std::string, std::string>> out = {{"optimizer", name_}};
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::string group = "group " + std::to_string(g) + " ";
+    out.emplace_back(group + kParamCountKey, std::to_string(groups_[g].params.size()));
+    for (const auto& [key, value] : groups_[g].options) out.emplace_back(group + key, exact_number(value));
+  }
+  return out;
 }
 
 OptimizerStateDict Optimizer::state_dict() const {

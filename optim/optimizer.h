@@ -49,6 +49,12 @@ class Optimizer {
   double lr(size_t group = 0) const;
   void set_lr(double lr);  // every group
 
+  // What the replicas of a data-parallel job must share, by name: "optimizer" (its kind, e.g. "SGD"), then for
+  // each group g "group g params" (the parameter count) and "group g <option>" for every option ("group 0 lr"
+  // = "0.05"; values exact, in the shortest form that reads back the same). distributed::check_optimizer_agrees
+  // (distributed/consistency.h) compares them across the ranks.
+  std::vector<std::pair<std::string, std::string>> settings() const;
+
   OptimizerStateDict state_dict() const;
   // Checks group and parameter counts, keys and shapes (errors name the key); copies the state onto the
   // parameters' devices and dtypes and takes the groups' options.

@@ -269,7 +269,10 @@ TEST_CASE("ranks that build different models fail at construction, naming the pa
   for (const auto& outcome : outcomes) {
     INFO(outcome.report);
     CHECK(outcome.exit_code == 1);
-    CHECK(outcome.report.find("ranks disagree at entry #0: rank 0 has \"parameter fc1.weight") != std::string::npos);
+    CHECK(outcome.report.find("DistributedDataParallel: the ranks disagree: rank 1 has parameter conv1.weight "
+                              "float32 [") != std::string::npos);
+    CHECK(outcome.report.find("where rank 0 has parameter fc1.weight float32 [256, 784] (setting #0)") !=
+          std::string::npos);
   }
 }
 

@@ -25,19 +25,50 @@ Tensor ClassificationTask::loss(nn::Module& model, const data::Batch& batch) con
   return cross_entropy(model.forward(batch.data), batch.target);  // data (B, C, H, W), target (B)
 }
 
-Evaluation ClassificationTask::evaluate(nn::Module& model) const {
-  NoGradGuard no_grad;
-  model.eval();
+namespace {
+
+// The given indices, in order: the examples of the evaluated batches.
+class IndexSampler : public data::Sampler {
+ public:
+  explicit IndexSampler(std::vector<int64_t> indices) : indices_(std::move(indices)) {}
+  int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
+  std::vector<int64_t> indices() const override { return indices_; }
+
+ private:
+  std::vector<int64_t> indices_;
+};
+
+}  // namespace
+
+int64_t ClassificationTask::evaluation_batches() const {
+  return (test_->size() + kEvaluationBatch - 1) / kEvaluationBatch;
+}
+
+// The loader cuts the selected batches' examples back into the same batches: every selected batch is full but
+// the last one of the test set, which can only come last.
+std::vector<EvaluationTally> ClassificationTask::evaluate_batches(nn::Module& model,
+                                                                  const std::vector<int64_t>& which) const {
+  std::vector<int64_t> indices;
+  for (int64_t b : which) {
+    for (int64_t i = b * kEvaluationBatch; i < std::min(test_->size(), (b + 1) * kEvaluationBatch); ++i) {
+      indices.push_back(i);
+    }
+  }
+  std::vector<EvaluationTally> tallies;
+  if (indices.empty()) return tallies;
   const Device device = device_of(model);
-  data::DataLoader loader(test_, {.batch_size = 1000});
-  int64_t correct = 0;
+  data::DataLoader loader(test_, {.batch_size = kEvaluationBatch,
+                                  .sampler = std::make_shared<IndexSampler>(std::move(indices))});
   for (const data::Batch& host_batch : loader) {
     const data::Batch batch = on_device(host_batch, device);
     Tensor predicted = argmax(model.forward(batch.data), 1);  // (B)
-    correct += raw::sum(eq(predicted, batch.target)).item<int64_t>();
+    tallies.push_back({static_cast<double>(raw::sum(eq(predicted, batch.target)).item<int64_t>()), batch.data.size(0)});
   }
-  model.train();
-  const double accuracy = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(1, test_->size()));
+  return tallies;
+}
+
+Evaluation ClassificationTask::summarize(const EvaluationTally& total) const {
+  const double accuracy = total.sum / static_cast<double>(std::max<int64_t>(1, total.examples));
   char text[64];
   std::snprintf(text, sizeof text, "test accuracy %.2f%%", 100.0 * accuracy);
   return {"test accuracy", accuracy, text};

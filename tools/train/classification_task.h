@@ -18,7 +18,12 @@ class ClassificationTask : public Task {
   std::shared_ptr<const data::Dataset> train_data() const override { return train_; }
   std::shared_ptr<nn::Module> make_model(Generator* gen) const override { return make_model_(gen); }
   Tensor loss(nn::Module& model, const data::Batch& batch) const override;
-  Evaluation evaluate(nn::Module& model) const override;
+  // Batches of kEvaluationBatch test images in file order; the tally counts the correct predictions.
+  int64_t evaluation_batches() const override;
+  std::vector<EvaluationTally> evaluate_batches(nn::Module& model, const std::vector<int64_t>& which) const override;
+  Evaluation summarize(const EvaluationTally& total) const override;
+
+  static constexpr int64_t kEvaluationBatch = 1000;
 
  private:
   std::string description_;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tools/train/evaluation.h"
+
 namespace syncgrad::train {
 namespace {
 
@@ -106,8 +108,7 @@ void ProgressReport::report(TrainingRun& run, int epoch, bool evaluate_now) {
   }
   if (evaluate_now) {
     const auto evaluation_start = Clock::now();
-    if (run.rank == 0) line += "  " + run.task->evaluate(*run.model).text;
-    run.job.barrier();
+    line += "  " + evaluate(run).text;
     evaluation_seconds_ += seconds_since(evaluation_start);
   }
   line += "  ETA " + format_duration(w.eta) + "\n";

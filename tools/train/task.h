@@ -24,6 +24,14 @@ struct Evaluation {
   std::string text;    // for the summary line, e.g. "test accuracy 87.12%"
 };
 
+// One held-out batch's part of the metric: the sum over its examples (correct predictions, or the loss times
+// the examples) and their count. Tallies add up over batches (tools/train/evaluation.h sums them, in batch
+// order, over the ranks that evaluated them).
+struct EvaluationTally {
+  double sum = 0;
+  int64_t examples = 0;
+};
+
 class Task {
  public:
   virtual ~Task();
@@ -34,8 +42,13 @@ class Task {
   virtual std::shared_ptr<nn::Module> make_model(Generator* gen) const = 0;
   // The scalar loss of one batch (collated by the DataLoader from train_data()).
   virtual Tensor loss(nn::Module& model, const data::Batch& batch) const = 0;
-  // Evaluates on the held-out split without gradients, in eval mode (the model is put back in train mode).
-  virtual Evaluation evaluate(nn::Module& model) const = 0;
+  // The held-out split in evaluation_batches() fixed batches (the same on every rank; tools/train/evaluation.h
+  // splits them between ranks and puts the model in eval mode without gradients).
+  virtual int64_t evaluation_batches() const = 0;
+  // The tallies of the held-out batches `which` (ascending), one per batch.
+  virtual std::vector<EvaluationTally> evaluate_batches(nn::Module& model, const std::vector<int64_t>& which) const = 0;
+  // The metric of the whole held-out split from the sum of every batch's tally.
+  virtual Evaluation summarize(const EvaluationTally& total) const = 0;
   // What the throughput counts: "samples" (one per example) or e.g. "tokens" (block_size per example).
   virtual std::string rate_unit() const { return "samples"; }
   virtual int64_t units_per_example() const { return 1; }

@@ -99,23 +99,29 @@ class TextTask : public Task {
   }
   Tensor loss(nn::Module& model, const data::Batch& batch) const override { return next_token_loss(model, batch.data); }
 
-  Evaluation evaluate(nn::Module& model) const override {
-    NoGradGuard no_grad;
-    model.eval();
+  // kEvalBatch windows per batch, evenly spaced over the validation text (the same ones every time); the tally
+  // is the batch's mean loss times its windows.
+  int64_t evaluation_batches() const override { return (evaluation_windows() + kEvalBatch - 1) / kEvalBatch; }
+
+  std::vector<EvaluationTally> evaluate_batches(nn::Module& model, const std::vector<int64_t>& which) const override {
     const int64_t block = model_config_.block_size;
     const int64_t available = (validation_.numel() - 1) / block;
-    const int64_t count = std::clamp<int64_t>(kEvalTokens / block, 1, available);
-    double loss_sum = 0;
-    for (int64_t first = 0; first < count; first += kEvalBatch) {
-      std::vector<Tensor> windows;  // evenly spaced over the validation text, the same ones every time
-      for (int64_t i = first; i < std::min(count, first + kEvalBatch); ++i) {
+    const int64_t count = evaluation_windows();
+    std::vector<EvaluationTally> tallies;
+    for (int64_t b : which) {
+      std::vector<Tensor> windows;
+      for (int64_t i = b * kEvalBatch; i < std::min(count, (b + 1) * kEvalBatch); ++i) {
         windows.push_back(raw::narrow(validation_, 0, i * available / count * block, block + 1));
       }
       const Tensor batch = raw::stack(windows).to(device_of(model));  // (B, block + 1)
-      loss_sum += next_token_loss(model, batch).item<double>() * static_cast<double>(windows.size());
+      const auto size = static_cast<int64_t>(windows.size());
+      tallies.push_back({next_token_loss(model, batch).item<double>() * static_cast<double>(size), size});
     }
-    model.train();
-    const double mean = loss_sum / static_cast<double>(count);
+    return tallies;
+  }
+
+  Evaluation summarize(const EvaluationTally& total) const override {
+    const double mean = total.sum / static_cast<double>(std::max<int64_t>(1, total.examples));
     char text[64];
     std::snprintf(text, sizeof text, "validation loss %.4f", mean);
     return {"validation loss", mean, text};
@@ -133,6 +139,12 @@ class TextTask : public Task {
   }
 
  private:
+  // About kEvalTokens tokens' worth of validation windows (at least one).
+  int64_t evaluation_windows() const {
+    const int64_t block = model_config_.block_size;
+    return std::clamp<int64_t>(kEvalTokens / block, 1, (validation_.numel() - 1) / block);
+  }
+
   models::GPTConfig model_config_;
   std::string path_;
   std::string description_;

@@ -6,6 +6,7 @@
 
 #include "syncgrad.h"
 #include "tensor/out_of_memory_context.h"
+#include "tools/train/evaluation.h"
 #include "tools/train/progress_report.h"
 #include "tools/train/training_checkpoint.h"
 #include "tools/train/training_run.h"
@@ -51,7 +52,7 @@ bool train_epoch(TrainingRun& run, ProgressReport& progress, int epoch) {
   return false;
 }
 
-// After the last step; rank 0 evaluates on the held-out data while the others wait.
+// After the last step; every rank evaluates its share of the held-out data (evaluation.h).
 TrainSummary summarize(TrainingRun& run, const ProgressReport& progress, Allocator& tensor_memory) {
   TrainSummary summary;
   summary.rank = run.rank;
@@ -63,8 +64,7 @@ TrainSummary summarize(TrainingRun& run, const ProgressReport& progress, Allocat
       summary.wall_seconds > 0 ? summary.samples * run.world / summary.wall_seconds : 0;
   summary.rate_unit = run.task->rate_unit();
   summary.units_per_example = run.task->units_per_example();
-  if (run.rank == 0) summary.evaluation = run.task->evaluate(*run.model);
-  run.job.barrier();
+  summary.evaluation = evaluate(run);
   summary.peak_tensor_bytes = tensor_memory.stats().peak_allocated_bytes;
   summary.device = run.device;
   summary.peak_rss_kib = peak_rss_kib();

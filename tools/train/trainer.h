@@ -1,7 +1,8 @@
 // The training loop behind syncgrad-train: the task's data and model (tools/train/task.h), optimizer,
 // progress lines, metrics log, checkpoints and resume, then the task's held-out evaluation. When the environment describes several processes (WORLD_SIZE > 1,
 // as syncgrad-launch sets it) it joins the process group, wraps the model in DistributedDataParallel, shards
-// the data with a DistributedSampler, and only rank 0 prints, logs, saves and evaluates.
+// the data with a DistributedSampler, evaluates on every rank's share of the held-out data, and only rank 0
+// prints, logs and saves.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +25,11 @@ struct TrainSummary {
   double samples_per_second = 0;  // examples of all ranks per second
   std::string rate_unit = "samples";  // what the task counts (Task::rate_unit), and how many per example
   int64_t units_per_example = 1;
-  Evaluation evaluation;          // the task's held-out metric after training (rank 0 only)
+  Evaluation evaluation;          // the task's held-out metric after training (the same on every rank)
   size_t peak_tensor_bytes = 0;   // the training device's caching allocator: high-water mark
   Device device;                  // where the run trained
   long peak_rss_kib = 0;          // VmHWM
-  int rank = 0;                   // this process's rank; only rank 0 evaluates and reports
+  int rank = 0;                   // this process's rank; only rank 0 reports
   int world_size = 1;
 };
 

@@ -9,6 +9,7 @@
 #include "tensor/check.h"
 #include "tensor/generator.h"
 #include "tensor/io/checkpoint_directory.h"
+#include "tools/train/rank0_work.h"
 
 namespace syncgrad::train {
 namespace {
@@ -27,13 +28,12 @@ void save(TrainingRun& run) {
   const TrainConfig& c = run.config;
   record_position(run);
   run.losses.check();
-  if (c.checkpoint_dir.empty()) return;
-  if (run.rank == 0) {
+  if (!run.rank0_saves) return;
+  on_rank0_while_others_wait(run, "saving the checkpoint", [&] {
     const std::string dir = save_checkpoint(*run.checkpoint_lock, c.model, *run.model, *run.optimizer,
                                             run.position, c, c.keep_checkpoints);
     run.out << "checkpoint saved to " << dir << " (step " << run.position.step << ")\n";
-  }
-  run.job.barrier();
+  });
 }
 
 // Every rank continues from the same step: ranks that read different checkpoints (a --checkpoint-dir that is not

@@ -1,8 +1,8 @@
 // A run's checkpoints (the files: checkpoint.h): --resume restores the model, the optimizer, the position and
 // the default generator before the run's loader is built (--resume auto: the newest complete checkpoint of
 // --checkpoint-dir, if any); every --checkpoint-every steps and at the end of every epoch (or at --max-steps)
-// the position is brought up to date and, with --checkpoint-dir, rank 0 saves while the other ranks wait, then
-// keeps the newest --keep-checkpoints.
+// the position is brought up to date and, with --checkpoint-dir on rank 0, rank 0 saves while the other ranks
+// wait on its heartbeat (rank0_work.h), then keeps the newest --keep-checkpoints.
 #pragma once
 
 #include "tools/train/training_run.h"

@@ -2,11 +2,13 @@
 #include "tools/train/training_run.h"
 
 #include "distributed/comm_hook.h"
+#include "distributed/host_values.h"
 #include "distributed/sync_batch_norm.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "syncgrad.h"
 #include "tensor/check.h"
+#include "tools/train/rank_agreement.h"
 #include "tools/train/training_checkpoint.h"
 #include "tools/train/training_device.h"
 
@@ -69,6 +71,13 @@ TrainingRun::TrainingRun(const TrainConfig& c, std::ostream& console)
       out(rank == 0 ? console : silent),
       losses(device, rank, c.lr),
       scaler({.enabled = c.amp == AmpMode::kFp16}) {
+  // Ranks started with different options would train apart (or disagree on the step count): refused on every
+  // rank, first thing after joining, naming the first difference (rank_agreement.h).
+  if (job.group()) check_ranks_agree_on_options(*job.group(), c);
+  rank0_saves = !c.checkpoint_dir.empty();
+  if (job.group()) {
+    rank0_saves = distributed::PendingValues::broadcast(*job.group(), {rank0_saves ? 1 : 0}, 0).wait()[0][0] != 0;
+  }
   check_combinations(c, job.group() != nullptr);
   if (!c.checkpoint_dir.empty() && rank == 0) {
     ensure_writable_directory(c.checkpoint_dir);
@@ -79,6 +88,7 @@ TrainingRun::TrainingRun(const TrainConfig& c, std::ostream& console)
   task = make_task(c);
   build_model();
   if (!c.resume.empty()) resume_from_checkpoint(*this);
+  if (job.group()) check_ranks_agree_on_state(*this);
   if (!c.log_file.empty() && rank == 0) log.emplace(c.log_file);
   if (scaler.is_enabled() && !position.grad_scaler.empty()) scaler.load_state_dict(position.grad_scaler);
   wrap_model();
@@ -132,6 +142,7 @@ void TrainingRun::build_loader() {
       .batch_size = c.batch_size, .num_workers = c.workers, .pin_memory = device.is_cuda(), .seed = c.seed};
   if (job.group()) {
     shard = std::make_shared<data::DistributedSampler>(train_data->size(), world, rank, c.shuffle, c.seed);
+    distributed::check_sampler_agrees(*job.group(), *shard);  // the same data on every rank
     options.sampler = shard;
   } else {
     options.shuffle = c.shuffle;

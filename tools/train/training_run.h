@@ -1,9 +1,11 @@
 // One syncgrad-train run, set up: what the loop (trainer.cpp) trains with. Built from the TrainConfig in the
-// order the run depends on: the device and the process group (group_membership.h), the option combinations
-// that cannot work, the --checkpoint-dir lock (tensor/io/directory_lock.h), the task (tools/train/task.h) and
-// its model initialised from --seed (or --init-from) on the device, the optimizer, the resumed position
-// (training_checkpoint.h), the metrics log, the GradScaler, the DDP or DataParallel wrapper and the DataLoader
-// at the resumed position; then rank 0 prints what it will train.
+// order the run depends on: the device and the process group (group_membership.h), the check that every rank
+// has the same options (rank_agreement.h), the option combinations that cannot work, the --checkpoint-dir lock
+// (tensor/io/directory_lock.h), the task (tools/train/task.h) and its model initialised from --seed (or
+// --init-from) on the device, the optimizer, the resumed position (training_checkpoint.h; the ranks must agree
+// on it and on the optimizer), the metrics log, the GradScaler, the DDP or DataParallel wrapper and the
+// DataLoader at the resumed position (its DistributedSampler's settings checked across the ranks); then rank 0
+// prints what it will train.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,9 @@ struct TrainingRun {
   std::shared_ptr<nn::Module> model;  // unwrapped: what is saved and evaluated
   std::unique_ptr<optim::Optimizer> optimizer;
   TrainingPosition position;           // where the next batch comes from, and the steps taken
+  // Rank 0 has --checkpoint-dir (told to every rank at start): the ranks wait for its saves (training_checkpoint.h),
+  // whether or not they were given the directory themselves.
+  bool rank0_saves = false;
   std::optional<io::DirectoryLock> checkpoint_lock;  // rank 0, with --checkpoint-dir: held for the whole run
   std::optional<MetricsLog> log;       // rank 0, with --log-file
   LossWatch losses;
