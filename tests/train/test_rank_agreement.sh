@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Ranks of one syncgrad-train job started by hand (RANK, WORLD_SIZE, MASTER_ADDR/PORT; rank 0 serves the store)
-# with one option different: --lr, --optimizer, --seed, --max-steps, --batch-size or --epochs. Each rank must
-# fail, at start (long before any timeout: a hang guard kills a rank after 120 s), naming the option and both
-# values, with the hint to use the same command line; the same options on both ranks train (--threads,
-# --workers and a --checkpoint-dir on rank 0 only may differ); a --resume on rank 0 only is refused naming the
-# resumed steps. Then a 2-rank run under syncgrad-launch reports the test accuracy that one process evaluating
-# the saved model gets.
+# with one option different: --lr, --optimizer, --seed, --max-steps, --batch-size, --epochs or
+# --checkpoint-every. Each rank must fail, at start (long before any timeout: a hang guard kills a rank after
+# 120 s), naming the option and both values, with the hint to use the same command line; the same options on
+# both ranks train (--threads, --workers and a --checkpoint-dir on rank 0 only may differ); a --resume on rank 0
+# only is refused naming the resumed steps. Then a 2-rank run under syncgrad-launch reports the test accuracy
+# that one process evaluating the saved model gets.
 # Usage: test_rank_agreement.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
 launch="$1"; train="$2"
@@ -54,6 +54,8 @@ refused "--max-steps" "--max-steps 10" "--max-steps 20" "rank 1 has --max-steps 
 refused "--batch-size" "--batch-size 64 --max-steps 10" "--batch-size 32 --max-steps 10" \
   "rank 1 has --batch-size 32, rank 0 has 64"
 refused "--epochs" "--epochs 1 --max-steps 10" "--epochs 2 --max-steps 10" "rank 1 has --epochs 2, rank 0 has 1"
+refused "--checkpoint-every" "--checkpoint-every 5 --max-steps 10" "--checkpoint-every 4 --max-steps 10" \
+  "rank 1 has --checkpoint-every 4, rank 0 has 5"
 
 # What may differ per rank does: --threads, --workers and rank 0's outputs.
 by_hand "--max-steps 10 --threads 1 --workers 0 --checkpoint-dir $tmp/own" "--max-steps 10 --threads 2 --workers 1"

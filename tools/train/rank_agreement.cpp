@@ -9,13 +9,14 @@
 
 namespace syncgrad::train {
 
-const std::vector<std::string> kPerRankOptions = {"threads", "workers", "data_dir"};
+const std::vector<std::string> kPerRankOptions = {"threads", "workers", "data_dir", "keep_checkpoints"};
 
 namespace {
 
 constexpr const char* kSameCommandLine =
     "start every rank with the same command line (only --threads, --workers, --data-dir, --checkpoint-dir, "
-    "--log-file, --log-every, --init-from, the paths of --resume and the GPU index of --device may differ)";
+    "--keep-checkpoints, --log-file, --log-every, --init-from, the paths of --resume and the GPU index of "
+    "--device may differ)";
 
 // "batch_size" -> "--batch-size".
 std::string flag_of(const std::string& key) {

@@ -34,7 +34,9 @@ std::string TrainConfig::to_json() const {
                       {"eval_every", eval_every},
                       {"amp", to_string(amp)},
                       {"lr_schedule", to_string(lr_schedule)},
-                      {"device", to_string(device)}};
+                      {"device", to_string(device)},
+                      {"checkpoint_every", checkpoint_every},
+                      {"keep_checkpoints", keep_checkpoints}};
   return j.dump();
 }
 
@@ -71,6 +73,8 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.amp = parse_amp_mode(j.value("amp", to_string(c.amp)));
   c.lr_schedule = parse_lr_schedule(j.value("lr_schedule", to_string(c.lr_schedule)));
   c.device = parse_device_choice(j.value("device", to_string(c.device)));
+  c.checkpoint_every = j.value("checkpoint_every", c.checkpoint_every);  // absent before step checkpoints
+  c.keep_checkpoints = j.value("keep_checkpoints", c.keep_checkpoints);
   return c;
 }
 
