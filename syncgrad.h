@@ -103,3 +103,4 @@
 #include "distributed/ddp.h"
 #include "distributed/sync_batch_norm.h"
 #include "distributed/data_parallel.h"
+#include "distributed/preemption.h"

@@ -23,17 +23,20 @@ void record_position(TrainingRun& run) {
   position.grad_scaler = run.scaler.state_dict();
 }
 
-void save(TrainingRun& run) {
+// The step directory saved (rank 0), or "".
+std::string save(TrainingRun& run) {
   const TrainConfig& c = run.config;
   record_position(run);
   run.losses.check();
-  if (c.checkpoint_dir.empty()) return;
+  if (c.checkpoint_dir.empty()) return "";
+  std::string dir;
   if (run.rank == 0) {
-    const std::string dir = save_checkpoint(*run.checkpoint_lock, c.model, *run.model, *run.optimizer,
-                                            run.position, c, c.keep_checkpoints);
+    dir = save_checkpoint(*run.checkpoint_lock, c.model, *run.model, *run.optimizer, run.position, c,
+                          c.keep_checkpoints);
     run.out << "checkpoint saved to " << dir << " (step " << run.position.step << ")\n";
   }
   run.job.barrier();
+  return dir;
 }
 
 // Every rank continues from the same step: ranks that read different checkpoints (a --checkpoint-dir that is not
@@ -75,13 +78,30 @@ void resume_from_checkpoint(TrainingRun& run) {
           << run.position.step << "\n";
 }
 
+void watch_for_preemption(TrainingRun& run) {
+  const TrainConfig& c = run.config;
+  SYNCGRAD_CHECK(c.checkpoint_every_minutes == 0 || !c.checkpoint_dir.empty(), ValueError,
+                 "--checkpoint-every-minutes ", c.checkpoint_every_minutes,
+                 " saves checkpoints, but there is no --checkpoint-dir to save them in; pass --checkpoint-dir");
+  if (c.checkpoint_dir.empty()) return;  // nothing to save: SIGTERM keeps its default effect
+  run.preemption.emplace(distributed::PreemptionOptions{
+      .checkpoint_interval = std::chrono::duration<double>(c.checkpoint_every_minutes * 60)});
+}
+
 void save_if_due(TrainingRun& run) {
   const TrainConfig& c = run.config;
   const int64_t step = run.position.step;
-  if (c.checkpoint_every <= 0 || step % c.checkpoint_every != 0) return;
-  const bool ends_run = c.max_steps > 0 && step >= c.max_steps;
-  const bool ends_epoch = run.loader->state().batches_consumed == 0;
-  if (!ends_run && !ends_epoch) save(run);
+  const data::LoaderState next = run.loader->state();
+  const bool ends_epoch = next.batches_consumed == 0;
+  const bool ends_run = (c.max_steps > 0 && step >= c.max_steps) || (ends_epoch && next.epoch >= c.epochs);
+  const distributed::PreemptionDecision decision =
+      run.preemption ? run.preemption->poll(run.job.group().get()) : distributed::PreemptionDecision{};
+  if (decision.stop && !ends_run) {
+    const std::string dir = save(run);
+    throw Preempted{distributed::PreemptionWatch::received_signal(), step, dir};
+  }
+  const bool every_n_steps = c.checkpoint_every > 0 && step % c.checkpoint_every == 0;
+  if ((every_n_steps || decision.save) && !ends_run && !ends_epoch) save(run);
 }
 
 void end_epoch(TrainingRun& run) { save(run); }

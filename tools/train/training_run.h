@@ -16,6 +16,7 @@
 #include "data/sampler.h"
 #include "distributed/data_parallel.h"
 #include "distributed/ddp.h"
+#include "distributed/preemption.h"
 #include "nn/module.h"
 #include "optim/grad_scaler.h"
 #include "optim/optimizer.h"
@@ -48,6 +49,7 @@ struct TrainingRun {
   std::unique_ptr<optim::Optimizer> optimizer;
   TrainingPosition position;           // where the next batch comes from, and the steps taken
   std::optional<io::DirectoryLock> checkpoint_lock;  // rank 0, with --checkpoint-dir: held for the whole run
+  std::optional<distributed::PreemptionWatch> preemption;  // with --checkpoint-dir (training_checkpoint.h)
   std::optional<MetricsLog> log;       // rank 0, with --log-file
   LossWatch losses;
   optim::GradScaler scaler;            // enabled with --amp fp16
