@@ -104,3 +104,4 @@
 #include "distributed/sync_batch_norm.h"
 #include "distributed/data_parallel.h"
 #include "distributed/preemption.h"
+#include "distributed/training_state.h"
