@@ -14,6 +14,7 @@ namespace {
 std::atomic<int> received{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 std::atomic<bool> watching{false};
+std::atomic<bool> stop_agreed{false};  // a poll decided to stop (also on ranks that got no signal)
 
 constexpr int kWatchedSignals[] = {SIGTERM, SIGUSR1};
 struct sigaction previous[2];
@@ -34,6 +35,7 @@ PreemptionWatch::PreemptionWatch(PreemptionOptions options)
   SYNCGRAD_CHECK(!watching.exchange(true), ValueError,
                  "PreemptionWatch: another one is already installed in this process; keep one for the job");
   received = 0;  // a signal before this point had its default effect (the process would have ended)
+  stop_agreed = false;
   struct sigaction action = {};
   action.sa_handler = on_preemption_signal;
   sigemptyset(&action.sa_mask);
@@ -42,9 +44,9 @@ PreemptionWatch::PreemptionWatch(PreemptionOptions options)
 }
 
 PreemptionWatch::~PreemptionWatch() {
-  // Once a stop was requested the process is on its way out: a further SIGTERM (a launcher stopping the ranks
-  // that are still saving or exiting) must not kill it halfway, so the flag-only handlers stay.
-  if (received.load() == 0) {
+  // Once a stop was requested or agreed the process is on its way out: a further SIGTERM (a launcher stopping
+  // the ranks that are still saving or exiting) must not kill it halfway, so the flag-only handlers stay.
+  if (received.load() == 0 && !stop_agreed.load()) {
     for (int i = 0; i < 2; ++i) sigaction(kWatchedSignals[i], &previous[i], nullptr);
   }
   watching = false;
@@ -59,6 +61,7 @@ PreemptionDecision PreemptionWatch::poll(ProcessGroup* group) {
   if (group != nullptr && group->size() > 1) mine = PendingValues::allreduce(*group, mine, ReduceOp::kMax).wait()[0];
   const PreemptionDecision decision{.stop = mine[0] != 0, .save = mine[1] != 0};
   if (decision.save) interval_start_ = std::chrono::steady_clock::now();
+  if (decision.stop) stop_agreed = true;
   return decision;
 }
 

@@ -39,8 +39,9 @@ struct PreemptionDecision {
 };
 
 // Installs the SIGTERM and SIGUSR1 handlers for its lifetime: the previous ones come back on destruction, unless
-// a signal arrived (the process is then stopping, and a later SIGTERM must not kill it on its way out). One at a
-// time per process: a second one while another lives is refused (ValueError).
+// a signal arrived or a poll decided to stop (the process is then stopping, and a later SIGTERM, e.g. from a
+// launcher stopping the ranks, must not kill it on its way out). One at a time per process: a second one while
+// another lives is refused (ValueError).
 class PreemptionWatch {
  public:
   explicit PreemptionWatch(PreemptionOptions options = {});
