@@ -105,3 +105,5 @@
 #include "distributed/rank0_work.h"
 #include "distributed/sync_batch_norm.h"
 #include "distributed/data_parallel.h"
+#include "distributed/preemption.h"
+#include "distributed/training_state.h"

@@ -2,6 +2,8 @@
 // on the data Debian's dataset-fashion-mnist installs and prints the test accuracy (the README's main job).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -14,6 +16,7 @@
 #include "syncgrad.h"
 #include "tools/cli_checks.h"
 #include "tools/train/trainer.h"
+#include "tools/train/training_checkpoint.h"
 
 namespace train = syncgrad::train;
 namespace cli = syncgrad::cli;
@@ -116,6 +119,11 @@ void add_run_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: at the end of each epoch only)")
       ->check(cli::at_least(0))
       ->capture_default_str();
+  app.add_option("--checkpoint-every-minutes", c.checkpoint_every_minutes,
+                 "wall-clock minutes between checkpoints, on rank 0's clock (every rank saves after the same step; "
+                 "0: none); needs --checkpoint-dir")
+      ->check(cli::real_at_least(0))
+      ->capture_default_str();
   app.add_option("--keep-checkpoints", c.keep_checkpoints,
                  "keep the newest K complete checkpoints in --checkpoint-dir, removing older ones once a new one is "
                  "complete (0: keep all)")
@@ -200,7 +208,9 @@ void print_summary(const train::TrainSummary& s) {
 int main(int argc, char** argv) {
   CLI::App app{"syncgrad-train: train a bundled model: mlp/cnn on Fashion-MNIST (inputs scaled to [0,1], normalised "
                "with mean 0.2860, std 0.3530), resnet18/resnet20 on CIFAR-10, gpt on text. With no arguments: the "
-               "CNN for one epoch on Fashion-MNIST, then the test accuracy."};
+               "CNN for one epoch on Fashion-MNIST, then the test accuracy. With --checkpoint-dir, SIGTERM or SIGUSR1 "
+               "(to syncgrad-launch or to any rank) makes every rank finish its step and save it, then exit with "
+               "status 75 (preempted, resumable: continue with --resume auto)."};
   TrainConfig config;
   add_model_options(app, config);
   add_run_options(app, config);
@@ -210,6 +220,14 @@ int main(int argc, char** argv) {
     const train::TrainSummary s = train::run_training(config, std::cout);
     if (s.rank == 0) print_summary(s);  // rank 0 reports for the job
     return 0;
+  } catch (const train::Preempted& p) {
+    if (!p.checkpoint.empty()) {  // rank 0 reports for the job
+      const std::string why = p.signal != 0 ? std::string("SIG") + sigabbrev_np(p.signal) : "a signal to another rank";
+      std::fprintf(stderr, "syncgrad-train: preempted (%s): stopped after step %lld, saved %s; exit status %d, "
+                   "continue with --resume auto\n", why.c_str(), static_cast<long long>(p.step), p.checkpoint.c_str(),
+                   syncgrad::distributed::kPreemptedExitStatus);
+    }
+    return syncgrad::distributed::kPreemptedExitStatus;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const syncgrad::Error& e) {

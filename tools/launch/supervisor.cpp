@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "distributed/preemption.h"
 #include "tools/launch/fd_io.h"
 #include "tools/launch/spawn.h"
 #include "tools/launch/wait_status.h"
@@ -116,6 +117,8 @@ void Supervisor::stop(const std::string& why, const char* others) {
 void Supervisor::on_exit(Rank& r, int status) {
   r.running = false;
   for (int stream : {0, 1}) read_output(r, stream, true);
+  // A rank that saved and stopped on the forwarded signal: the job exits "preempted, resumable" (75), not 128+sig.
+  if (stop_signal_ != 0 && exit_code_of(status) == distributed::kPreemptedExitStatus) failure_status_ = status;
   if (!failed(status) || stopping_) return;
   failure_status_ = status;
   stop("rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ") " + describe_wait_status(status),

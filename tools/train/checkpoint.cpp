@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "optim/optimizer_state_io.h"
 #include "tensor/check.h"
 #include "tensor/io/checkpoint_directory.h"
 #include "tensor/io/safetensors.h"
@@ -24,30 +25,12 @@ const std::string kGradScalerPrefix = "grad_scaler.";
 
 std::string join(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
 
-std::string groups_to_json(const std::vector<std::map<std::string, double>>& groups) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& g : groups) j.push_back(g);
-  return j.dump();
-}
-
 const std::string& require(const std::map<std::string, std::string>& metadata, const std::string& key,
                            const std::string& file) {
   auto it = metadata.find(key);
   SYNCGRAD_CHECK(it != metadata.end(), ValueError, "checkpoint ", file, ": metadata field \"", key,
                  "\" is missing; the file was not written by syncgrad-train (use --init-from for plain weights)");
   return it->second;
-}
-
-std::vector<std::map<std::string, double>> groups_from_json(const std::string& text, const std::string& file) {
-  try {
-    std::vector<std::map<std::string, double>> groups;
-    for (const auto& g : nlohmann::json::parse(text)) groups.push_back(g.get<std::map<std::string, double>>());
-    return groups;
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError("checkpoint " + file + ": metadata field \"optimizer_groups\" is not a JSON list of "
-                     "{option: number} objects (" + e.what() + "); the file is damaged or was not written by "
-                     "syncgrad-train");
-  }
 }
 
 // "SYNCGRAD_TEST_SAVE_DELAY_MS" (tests only, see checkpoint.h).
@@ -69,7 +52,7 @@ std::map<std::string, std::string> position_metadata(const std::string& model_na
       {"step", std::to_string(position.step)},
       {"rng_seed", std::to_string(position.rng_seed)},
       {"rng_offset", std::to_string(position.rng_offset)},
-      {"optimizer_groups", groups_to_json(opt_state.groups)},
+      {optim::kOptimizerGroupsField, optim::optimizer_groups_json(opt_state)},
       {"config", config.to_json()},
   };
   for (const auto& [key, value] : position.grad_scaler) {
@@ -115,15 +98,15 @@ TrainingPosition load_legacy(const std::string& file, const std::string& model_n
   const auto& meta = contents.metadata;
   check_format_and_model(meta, file, kLegacyFormat, model_name);
   nn::StateDict weights;
-  optim::OptimizerStateDict opt_state;
+  io::NamedTensors optimizer_tensors;
   for (const auto& [name, t] : contents.tensors) {
     if (name.rfind("model.", 0) == 0) weights.emplace_back(name.substr(6), t);
-    else if (name.rfind("optimizer.", 0) == 0) opt_state.tensors.emplace_back(name.substr(10), t);
-    else throw ValueError("checkpoint " + file + ": unexpected tensor \"" + name + "\"");
+    else optimizer_tensors.emplace_back(name, t);  // "optimizer.<key>"; others are refused below
   }
+  const optim::OptimizerStateDict opt_state = optim::optimizer_state_from(
+      optimizer_tensors, require(meta, optim::kOptimizerGroupsField, file), file);
   io::check_state_matches(model.state_dict(), weights, file);
   model.load_state_dict(weights, true);
-  opt_state.groups = groups_from_json(require(meta, "optimizer_groups", file), file);
   optimizer.load_state_dict(opt_state);
   return position_from_metadata(meta, file);
 }
@@ -171,12 +154,10 @@ std::string save_checkpoint(const io::DirectoryLock& root, const std::string& mo
                             const optim::Optimizer& optimizer, const TrainingPosition& position,
                             const TrainConfig& config, int keep) {
   const optim::OptimizerStateDict opt_state = optimizer.state_dict();
-  io::NamedTensors optimizer_tensors;
-  for (const auto& [name, t] : opt_state.tensors) optimizer_tensors.emplace_back("optimizer." + name, t);
   io::CheckpointWriter writer(root, position.step);
   io::save_safetensors(writer.path_of(kModelFileName), model.state_dict(),
                        {{"format", "pt"}, {"model", model_name}, {"step", std::to_string(position.step)}});
-  io::save_safetensors(writer.path_of(kTrainingStateFileName), optimizer_tensors,
+  io::save_safetensors(writer.path_of(kTrainingStateFileName), optim::optimizer_tensors(opt_state),
                        position_metadata(model_name, position, opt_state, config));
   test_delay_before_commit();
   const std::string dir = writer.commit();
@@ -250,14 +231,8 @@ TrainingPosition load_checkpoint(const CheckpointLocation& location, const std::
                  meta.at("step"), ")");
   io::check_state_matches(model.state_dict(), weights.tensors, location.model_file);
   model.load_state_dict(weights.tensors, true);
-  optim::OptimizerStateDict opt_state;
-  for (const auto& [name, t] : state.tensors) {
-    if (name.rfind("optimizer.", 0) != 0) {
-      throw ValueError("checkpoint " + location.state_file + ": unexpected tensor \"" + name + "\"");
-    }
-    opt_state.tensors.emplace_back(name.substr(10), t);
-  }
-  opt_state.groups = groups_from_json(require(meta, "optimizer_groups", location.state_file), location.state_file);
+  const optim::OptimizerStateDict opt_state = optim::optimizer_state_from(
+      state.tensors, require(meta, optim::kOptimizerGroupsField, location.state_file), location.state_file);
   optimizer.load_state_dict(opt_state);
   return position_from_metadata(meta, location.state_file);
 }

@@ -28,6 +28,7 @@ struct TrainConfig {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // steps between checkpoints (0: at the end of every epoch only)
   int keep_checkpoints = 2;      // the newest complete ones kept in checkpoint_dir (0: all)
+  double checkpoint_every_minutes = 0;  // wall-clock minutes between checkpoints, on rank 0's clock (0: none)
   // A checkpoint (or --checkpoint-dir of one) to continue from; "auto": the newest complete checkpoint in
   // checkpoint_dir, or a fresh start when it holds none.
   std::string resume;

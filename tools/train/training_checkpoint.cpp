@@ -24,16 +24,19 @@ void record_position(TrainingRun& run) {
   position.grad_scaler = run.scaler.state_dict();
 }
 
-void save(TrainingRun& run) {
+// The step directory saved (rank 0), or "".
+std::string save(TrainingRun& run) {
   const TrainConfig& c = run.config;
   record_position(run);
   run.losses.check();
-  if (!run.rank0_saves) return;
+  if (!run.rank0_saves) return "";
+  std::string dir;
   on_rank0_while_others_wait(run, "saving the checkpoint", [&] {
-    const std::string dir = save_checkpoint(*run.checkpoint_lock, c.model, *run.model, *run.optimizer,
-                                            run.position, c, c.keep_checkpoints);
+    dir = save_checkpoint(*run.checkpoint_lock, c.model, *run.model, *run.optimizer, run.position, c,
+                          c.keep_checkpoints);
     run.out << "checkpoint saved to " << dir << " (step " << run.position.step << ")\n";
   });
+  return dir;
 }
 
 // Every rank continues from the same step: ranks that read different checkpoints (a --checkpoint-dir that is not
@@ -75,13 +78,32 @@ void resume_from_checkpoint(TrainingRun& run) {
           << run.position.step << "\n";
 }
 
+void watch_for_preemption(TrainingRun& run) {
+  const TrainConfig& c = run.config;
+  // rank0_saves (rank 0 has a --checkpoint-dir) is agreed by every rank, so either all ranks poll the watch
+  // (a collective) or none does.
+  SYNCGRAD_CHECK(c.checkpoint_every_minutes == 0 || run.rank0_saves, ValueError,
+                 "--checkpoint-every-minutes ", c.checkpoint_every_minutes,
+                 " saves checkpoints, but rank 0 has no --checkpoint-dir to save them in; pass --checkpoint-dir");
+  if (!run.rank0_saves) return;  // nothing to save: SIGTERM keeps its default effect
+  run.preemption.emplace(distributed::PreemptionOptions{
+      .checkpoint_interval = std::chrono::duration<double>(c.checkpoint_every_minutes * 60)});
+}
+
 void save_if_due(TrainingRun& run) {
   const TrainConfig& c = run.config;
   const int64_t step = run.position.step;
-  if (c.checkpoint_every <= 0 || step % c.checkpoint_every != 0) return;
-  const bool ends_run = c.max_steps > 0 && step >= c.max_steps;
-  const bool ends_epoch = run.loader->state().batches_consumed == 0;
-  if (!ends_run && !ends_epoch) save(run);
+  const data::LoaderState next = run.loader->state();
+  const bool ends_epoch = next.batches_consumed == 0;
+  const bool ends_run = (c.max_steps > 0 && step >= c.max_steps) || (ends_epoch && next.epoch >= c.epochs);
+  const distributed::PreemptionDecision decision =
+      run.preemption ? run.preemption->poll(run.job.group().get()) : distributed::PreemptionDecision{};
+  if (decision.stop && !ends_run) {
+    const std::string dir = save(run);
+    throw Preempted{distributed::PreemptionWatch::received_signal(), step, dir};
+  }
+  const bool every_n_steps = c.checkpoint_every > 0 && step % c.checkpoint_every == 0;
+  if ((every_n_steps || decision.save) && !ends_run && !ends_epoch) save(run);
 }
 
 void end_epoch(TrainingRun& run) { save(run); }

@@ -85,6 +85,7 @@ TrainingRun::TrainingRun(const TrainConfig& c, std::ostream& console)
     // before any training, naming the first (a lock left by a killed run is free: see directory_lock.h).
     checkpoint_lock.emplace(c.checkpoint_dir, "--checkpoint-dir");
   }
+  watch_for_preemption(*this);
   task = make_task(c);
   build_model();
   if (!c.resume.empty()) resume_from_checkpoint(*this);

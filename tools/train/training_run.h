@@ -18,6 +18,7 @@
 #include "data/sampler.h"
 #include "distributed/data_parallel.h"
 #include "distributed/ddp.h"
+#include "distributed/preemption.h"
 #include "nn/module.h"
 #include "optim/grad_scaler.h"
 #include "optim/optimizer.h"
@@ -53,6 +54,7 @@ struct TrainingRun {
   // whether or not they were given the directory themselves.
   bool rank0_saves = false;
   std::optional<io::DirectoryLock> checkpoint_lock;  // rank 0, with --checkpoint-dir: held for the whole run
+  std::optional<distributed::PreemptionWatch> preemption;  // with --checkpoint-dir (training_checkpoint.h)
   std::optional<MetricsLog> log;       // rank 0, with --log-file
   LossWatch losses;
   optim::GradScaler scaler;            // enabled with --amp fp16
