@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "distributed/host_values.h"
+#include "distributed/init.h"
+#include "distributed/rank0_work.h"
 #include "optim/optimizer_state_io.h"
 #include "tensor/check.h"
 #include "tensor/generator.h"
@@ -149,7 +151,7 @@ std::string TrainingState::save(const std::string& root, int keep) {
   const int rank = group_ ? group_->rank() : 0;
   const int world = group_ ? group_->size() : 1;
   std::string dir;
-  if (rank == 0) {
+  const auto write = [&] {
     if (!tracked_->lock || tracked_->locked_root != root) {
       std::error_code ec;
       fs::create_directories(root, ec);
@@ -185,8 +187,17 @@ std::string TrainingState::save(const std::string& root, int keep) {
     io::save_safetensors(writer.path_of(kStateFile), tensors, metadata);
     dir = writer.commit();
     if (keep > 0) io::prune_checkpoints(*tracked_->lock, keep);
+  };
+  if (world == 1) {
+    write();
+  } else if (is_initialized() && default_group_ptr() == group_) {
+    // The others wait on rank 0's heartbeat, not at a barrier bounded by the collective timeout: a slow save
+    // is not a hang.
+    run_on_rank0(*group_, *default_store(), "saving the checkpoint", write);
+  } else {
+    if (rank == 0) write();
+    group_->barrier()->wait();
   }
-  if (group_ && group_->size() > 1) group_->barrier()->wait();
   return dir;
 }
 

@@ -50,8 +50,10 @@ class TrainingState {
   int64_t step = 0;  // optimizer steps taken: the loop's counter, saved and restored
 
   // Collective: rank 0 writes ROOT/step-<step>/ (atomically, under ROOT's directory lock, held from the first
-  // save on) and keeps the newest `keep` checkpoints (0: all), then every rank waits for it. Returns the step
-  // directory on rank 0, "" on the others. ValueError when no model is tracked.
+  // save on) and keeps the newest `keep` checkpoints (0: all), then every rank waits for it: on the default
+  // group as long as rank 0's heartbeat goes on (run_on_rank0, so a save longer than the collective timeout is
+  // fine; rank 0's error reaches the others), on another group at a barrier. Returns the step directory on
+  // rank 0, "" on the others. ValueError when no model is tracked.
   std::string save(const std::string& root, int keep = 2);
 
   // Restores every tracked object from `path`: a ROOT (its newest complete checkpoint; newer incomplete or
