@@ -76,7 +76,7 @@ std::string holder_of(const Endpoint& master, const LaunchEnv& env, std::chrono:
     probe_options.token = env.store_token;
     probe_options.timeout = std::min(timeout, kHolderProbeTimeout);
     TCPStore probe(master.host, master.port, probe_options);
-    const std::string owner = job_identity::store_owner(probe);
+    const std::string owner = job_identity::store_owner(probe, probe_options.timeout);
     if (owner.empty()) return "";
     const std::optional<std::string> job = job_identity::published_job(probe);
     if (job && *job != env.job_id) {
@@ -170,7 +170,8 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
   const std::chrono::milliseconds store_timeout = rendezvous_timeout(options, env);
 
   std::shared_ptr<Store> store;
-  std::string where;  // the store, for messages
+  std::string where;          // the store, for messages
+  bool rank0_serves = false;  // rank 0 serves the TCPStore (not the launcher): it publishes the job id first
   if (world_size == 1) {
     store = std::make_shared<HashStore>(store_timeout);
   } else if (is_file) {
@@ -184,14 +185,15 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
       const LaunchEnv full = read_launch_env(true);
       master = {full.master_addr, full.master_port};
     }
-    std::shared_ptr<TCPStore> tcp = tcp_store(master, rank == 0 && !env.store_served, env, store_timeout);
+    rank0_serves = !env.store_served;
+    std::shared_ptr<TCPStore> tcp = tcp_store(master, rank == 0 && rank0_serves, env, store_timeout);
     where = net::host_port(master.host, tcp->port());
     store = tcp;
     if (group_options.bind_address.empty()) {
       group_options.bind_address = local_address_towards(master.host, master.port);
     }
   }
-  if (world_size > 1) job_identity::agree(*store, rank, env.job_id, where);
+  if (world_size > 1) job_identity::agree(*store, rank, env.job_id, where, rank0_serves);
   auto scoped = std::make_shared<PrefixStore>("default_pg/" + std::to_string(s.generation), store);
   check_rank_unique_and_world_agreed(*scoped, rank, world_size);
   std::shared_ptr<ProcessGroup> group;

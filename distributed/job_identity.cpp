@@ -40,7 +40,16 @@ std::string this_process() { return "pid " + std::to_string(getpid()) + " on hos
 
 void record_store_owner(Store& store) { store.set(kOwnerKey, this_process()); }
 
-std::string store_owner(Store& store) { return optional_text(store, kOwnerKey); }
+std::string store_owner(Store& store, std::chrono::milliseconds wait) {
+  if (wait.count() > 0) {
+    try {
+      store.wait({kOwnerKey}, wait);
+    } catch (const TimeoutError&) {
+      return "";
+    }
+  }
+  return optional_text(store, kOwnerKey);
+}
 
 std::optional<std::string> published_job(Store& store) {
   if (!store.check({kJobKey})) return std::nullopt;
@@ -49,9 +58,21 @@ std::optional<std::string> published_job(Store& store) {
   return value.substr(kValuePrefix.size());
 }
 
-void agree(Store& store, int rank, const std::string& job_id, const std::string& store_address) {
+void agree(Store& store, int rank, const std::string& job_id, const std::string& store_address,
+           bool wait_for_rank0) {
   const std::string mine = kValuePrefix + job_id;
-  const std::string agreed = to_string(store.compare_set(kJobKey, {}, to_bytes(mine)));
+  std::string agreed;
+  if (wait_for_rank0 && rank != 0) {
+    try {
+      agreed = store.get_string(kJobKey);
+    } catch (const TimeoutError&) {
+      throw RendezvousError("rank " + std::to_string(rank) + ": the store at " + store_address +
+                            " got no job id from its rank 0 within " + std::to_string(store.timeout().count()) +
+                            " ms; is the process serving it a syncgrad rank 0 of this version (check MASTER_PORT)?");
+    }
+  } else {
+    agreed = to_string(store.compare_set(kJobKey, {}, to_bytes(mine)));
+  }
   if (agreed == mine) return;
   const std::string theirs = agreed.rfind(kValuePrefix, 0) == 0 ? agreed.substr(kValuePrefix.size()) : agreed;
   const int64_t n = store.add(kTurnedAwayCount, 1);
