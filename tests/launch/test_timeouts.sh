@@ -27,30 +27,36 @@ check "without the flags: 600 s and 300 s, as before" joined 0 600000 300000
   >"$tmp/out" 2>&1
 check "the program's own timeouts win over the launcher's" joined 1 11000 13000
 
-# start_loop: two ranks allreducing in a loop that ignore SIGTERM (so that the launcher stopping the job cannot
-# end rank 0 before it has reported its own error), pids in $tmp/pid.RANK.
+# start_loop --timeout S [--elements N]: two ranks allreducing N floats in a loop that ignore SIGTERM (so that the
+# launcher stopping the job cannot end rank 0 before it has reported its own error), pids in $tmp/pid.RANK.
 start_loop() {
   rm -f "$tmp"/pid.*
-  "$launch" --nproc-per-node 2 --grace-period 60 "$@" "$probe" --loop --ignore-term --pid-dir "$tmp" \
-    >"$tmp/out" 2>&1 &
+  local timeout=$1 seconds=$2 elements=${4:-1024}
+  "$launch" --nproc-per-node 2 --grace-period 60 "$timeout" "$seconds" "$probe" --loop --ignore-term \
+    --elements "$elements" --pid-dir "$tmp" >"$tmp/out" 2>&1 &
   launcher=$!
   wait_for 60 test -s "$tmp/pid.0" -a -s "$tmp/pid.1"
 }
 rank0_error() { grep '^\[rank0\]: [A-Za-z]*Error: ' "$tmp/out"; }
 
-# A hung rank: alive, connected and silent.
-check "hung rank: both ranks run the loop" start_loop --timeout 3
-start=$(date +%s%N)
-kill -STOP "$(cat "$tmp/pid.1")"
-wait $launcher; status=$?; launcher=
-hung_ms=$(elapsed_ms "$start")
-cat "$tmp/out" | grep -v joined
-echo "a hung rank was reported after ${hung_ms} ms (--timeout 3)"
-check "hung rank: rank 0 says TimeoutError, naming rank 1 and the 3 s" \
-  grep -qE '^\[rank0\]: TimeoutError: rank 0: allreduce .*timed out after 3000 ms waiting for rank 1' "$tmp/out"
-check "hung rank: not reported as a lost peer" test "$(rank0_error | grep -c 'PeerError')" -eq 0
-check "hung rank: the launcher exits with rank 0's status (3)" test $status -eq 3
-check "hung rank: the stopped rank is gone too" wait_for 10 gone "$tmp/pid.1"
+# A hung rank: alive, connected and silent -- on the small-message path and on Gloo's asynchronous one (12 MB).
+for elements in 1024 3000000; do
+  check "hung rank ($elements elements): both ranks run the loop" start_loop --timeout 3 --elements "$elements"
+  start=$(date +%s%N)
+  kill -STOP "$(cat "$tmp/pid.1")"
+  wait $launcher; status=$?; launcher=
+  hung_ms=$(elapsed_ms "$start")
+  grep -v joined "$tmp/out"
+  echo "a hung rank was reported after ${hung_ms} ms (--timeout 3, $elements elements)"
+  check "hung rank ($elements elements): rank 0 says TimeoutError, naming rank 1 and the 3 s" \
+    grep -qE '^\[rank0\]: TimeoutError: rank 0: allreduce .*timed out after 3000 ms waiting for rank 1' "$tmp/out"
+  check "hung rank ($elements elements): not reported as a lost peer" test "$(rank0_error | grep -c 'PeerError')" -eq 0
+  check "hung rank ($elements elements): the launcher exits with rank 0's status (3)" test $status -eq 3
+  check "hung rank ($elements elements): the stopped rank is gone too" wait_for 10 gone "$tmp/pid.1"
+  # The launcher's SIGTERM comes with a SIGCONT, so the stopped rank ends without waiting for the 60 s SIGKILL.
+  check "hung rank ($elements elements): woken by the launcher, the stopped rank ended before SIGKILL" \
+    lacks 'sending SIGKILL' "$tmp/out"
+done
 
 # A dead rank: its connections close at once.
 check "dead rank: both ranks run the loop" start_loop --timeout 60
