@@ -6,6 +6,7 @@
 #include "distributed/init.h"
 
 #include <algorithm>
+#include <csignal>
 #include <mutex>
 
 #include "distributed/errors.h"
@@ -134,6 +135,15 @@ Endpoint parse_tcp(const std::string& init_method) {
   return e;
 }
 
+// Gloo writes to its sockets without MSG_NOSIGNAL, so a peer that died would kill this process with SIGPIPE
+// (status 141, no word said) instead of failing the collective with a PeerError naming it. SIGPIPE is ignored,
+// as Python (and so PyTorch) does, unless the program installed its own handler.
+void ignore_sigpipe_unless_handled() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) != 0) return;
+  if ((current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
+}
+
 // Every rank claims its number once per generation; a second claim means two processes got the same RANK.
 void check_rank_unique_and_world_agreed(Store& store, int rank, int world_size) {
   SYNCGRAD_CHECK(store.add("rank_claims/" + std::to_string(rank), 1) <= 1, RendezvousError, "rank ", rank,
@@ -193,7 +203,10 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
       group_options.bind_address = local_address_towards(master.host, master.port);
     }
   }
-  if (world_size > 1) job_identity::agree(*store, rank, env.job_id, where, rank0_serves);
+  if (world_size > 1) {
+    job_identity::agree(*store, rank, env.job_id, where, rank0_serves);
+    ignore_sigpipe_unless_handled();
+  }
   auto scoped = std::make_shared<PrefixStore>("default_pg/" + std::to_string(s.generation), store);
   check_rank_unique_and_world_agreed(*scoped, rank, world_size);
   std::shared_ptr<ProcessGroup> group;
