@@ -28,7 +28,8 @@ struct InitOptions {
 // Joins the job; world size 1 needs no network. Errors (RendezvousError) name the missing variable, the
 // address that could not be reached, the port in use (or the process already holding rank 0 there), a
 // duplicate rank, the ranks that never arrived, or a rank of another job (its job id, SYNCGRAD_JOB_ID or
-// SLURM_JOB_ID, differs from the one the first rank published in the store).
+// SLURM_JOB_ID, differs from the one the first rank published in the store). Joining a group of more than
+// one rank sets SIGPIPE to ignored unless the program handles it, so that a dead peer is a PeerError.
 std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options = {});
 void destroy_process_group();
 bool is_initialized();
