@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "distributed/process_group.h"
@@ -15,12 +16,20 @@ struct InitOptions {
   std::string init_method = "env://";  // env://, tcp://host:port or file:///path
   int rank = -1;        // -1: from the environment (RANK)
   int world_size = -1;  // -1: from the environment (WORLD_SIZE)
-  ProcessGroupOptions group{};  // timeout, bind address, device
-  std::chrono::milliseconds store_timeout = Store::kDefaultTimeout;  // rendezvous
+  ProcessGroupOptions group{};  // bind address, device (and the timeout: see below)
+  // How long a collective may take: this when set, else group.timeout when the program changed it from its
+  // default, else $SYNCGRAD_TIMEOUT (seconds; syncgrad-launch --timeout exports it), else 600 s.
+  std::optional<std::chrono::milliseconds> timeout{};
+  // How long joining may take (reaching the store, waiting for the other ranks): this when set, else
+  // $SYNCGRAD_RENDEZVOUS_TIMEOUT (seconds; syncgrad-launch --rendezvous-timeout), else 300 s.
+  std::optional<std::chrono::milliseconds> store_timeout{};
 };
 
 // Joins the job; world size 1 needs no network. Errors (RendezvousError) name the missing variable, the
-// address that could not be reached, the port in use, a duplicate rank, or the ranks that never arrived.
+// address that could not be reached, the port in use (or the process already holding rank 0 there), a
+// duplicate rank, the ranks that never arrived, or a rank of another job (its job id, SYNCGRAD_JOB_ID or
+// SLURM_JOB_ID, differs from the one the first rank published in the store). Joining a group of more than
+// one rank sets SIGPIPE to ignored unless the program handles it, so that a dead peer is a PeerError.
 std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options = {});
 void destroy_process_group();
 bool is_initialized();

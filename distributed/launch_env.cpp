@@ -4,6 +4,7 @@
 #include "distributed/launch_env.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -195,7 +196,38 @@ LaunchEnv read_slurm_env() {
   return e;
 }
 
+// SYNCGRAD_JOB_ID, else Slurm's job (and step) id, else "".
+std::string read_job_id() {
+  if (std::optional<std::string> id = env("SYNCGRAD_JOB_ID"); id && !id->empty()) return *id;
+  std::optional<std::string> slurm = env("SLURM_JOB_ID");
+  if (!slurm || slurm->empty()) return "";
+  std::optional<std::string> step = env("SLURM_STEP_ID");
+  return step && !step->empty() ? *slurm + "." + *step : *slurm;
+}
+
+std::optional<std::chrono::milliseconds> read_timeout(const char* name, const char* flag) {
+  std::optional<std::string> value = env(name);
+  if (!value) return std::nullopt;
+  std::optional<std::chrono::milliseconds> timeout = parse_timeout_seconds(*value);
+  SYNCGRAD_CHECK(timeout, RendezvousError, name, "='", *value, "' is not ", timeout_range_text(),
+                 "; unset it or set it like syncgrad-launch ", flag, " does, e.g. ", name, "=600");
+  return timeout;
+}
+
 }  // namespace
+
+std::string timeout_range_text() { return "a number of seconds from 0.001 to 604800 (one week)"; }
+
+std::optional<std::chrono::milliseconds> parse_timeout_seconds(std::string_view text) {
+  double seconds = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, seconds);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(seconds) || seconds < kMinTimeoutSeconds ||
+      seconds > kMaxTimeoutSeconds) {
+    return std::nullopt;
+  }
+  return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
 
 LaunchEnv read_launch_env(bool require_master) {
   LaunchEnv e;
@@ -210,6 +242,9 @@ LaunchEnv read_launch_env(bool require_master) {
   if (std::optional<std::string> addr = env("MASTER_ADDR"); addr && !addr->empty()) e.master_addr = *addr;
   e.store_token = env("SYNCGRAD_STORE_TOKEN").value_or("");
   e.store_served = read_flag("SYNCGRAD_STORE_SERVED");
+  e.job_id = read_job_id();
+  e.timeout = read_timeout("SYNCGRAD_TIMEOUT", "--timeout");
+  e.rendezvous_timeout = read_timeout("SYNCGRAD_RENDEZVOUS_TIMEOUT", "--rendezvous-timeout");
   if (require_master) {
     SYNCGRAD_CHECK(!e.master_addr.empty(), RendezvousError, "MASTER_ADDR is not set (", e.source, ", rank ", e.rank,
                    " of ", e.world_size,

@@ -1,6 +1,7 @@
 // syncgrad-launch: starts the ranks of a job on this node, torchrun-like. Node 0 serves the job's TCPStore
 // (on a free port unless --master-port is given); every rank gets torchrun's environment variables, its
-// output prefixed with [rankN], and the job is stopped as a whole when one rank fails.
+// output prefixed with [rankN], and the job is stopped as a whole when one rank fails (and dies with the
+// launcher when it is killed).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -19,6 +20,7 @@ namespace {
 
 int launch_job(const launch::LaunchOptions& options) {
   launch::StoreAddress store{options.master_addr, options.master_port, launch::job_token(options)};
+  const std::string job_id = launch::job_id(store.token);
   // Signals are blocked before the store's server thread exists, so they all reach the supervisor.
   launch::SignalChannel signals;
   std::unique_ptr<syncgrad::distributed::TCPStoreServer> server;
@@ -30,7 +32,7 @@ int launch_job(const launch::LaunchOptions& options) {
   std::vector<std::string> base = launch::current_environment();
   for (int local = 0; local < options.nproc_per_node; ++local) {
     supervisor.start(options.node_rank * options.nproc_per_node + local, options.command,
-                     launch::rank_environment(base, options, local, store));
+                     launch::rank_environment(base, options, local, store, job_id));
   }
   return supervisor.run();
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +46,20 @@ CLI::Option* add_parsed(CLI::App& app, const std::string& flag, Choice& field, C
   return app.add_option_function<std::string>(flag, [&field, parse](const std::string& text) { field = parse(text); },
                                               help)
       ->default_str(train::to_string(field));
+}
+
+// A timeout in seconds, checked as syncgrad-launch checks its own (distributed/launch_env.h).
+void add_timeout(CLI::App& app, const std::string& flag, std::optional<double>& field, const std::string& help) {
+  app.add_option_function<std::string>(
+         flag, [&field](const std::string& text) { field = std::strtod(text.c_str(), nullptr); }, help)
+      ->type_name("SECONDS")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return syncgrad::distributed::parse_timeout_seconds(text)
+                       ? std::string()
+                       : text + " is not " + syncgrad::distributed::timeout_range_text();
+          },
+          "seconds in [0.001, 604800]"));
 }
 
 // What to train on what, for how long, and how it learns.
@@ -183,6 +198,12 @@ void add_parallel_options(CLI::App& app, TrainConfig& c) {
                "let DDP tolerate parameters that get no gradient in a step");
   app.add_flag("--sync-batch-norm", c.sync_batch_norm,
                "under DDP, BatchNorm layers use the batch statistics of all ranks (SyncBatchNorm)");
+  add_timeout(app, "--timeout", c.timeout_seconds,
+              "seconds a collective may take before the run fails with a TimeoutError naming the silent rank "
+              "(default: $SYNCGRAD_TIMEOUT, which syncgrad-launch --timeout sets, else 600)");
+  add_timeout(app, "--rendezvous-timeout", c.rendezvous_timeout_seconds,
+              "seconds joining the job may take (reaching the store, meeting the other ranks) before the run fails "
+              "naming the ranks that never arrived (default: $SYNCGRAD_RENDEZVOUS_TIMEOUT, else 300)");
   add_choice(app, "--amp", c.amp, train::parse_amp_mode, train::amp_mode_names(),
              "mixed precision: off, bf16 (forward under bfloat16 autocast) or fp16 (float16 autocast with dynamic "
              "loss scaling); parameters and optimizer state stay float32");

@@ -2,6 +2,7 @@
 // defaults, and an error naming the variable, its value and the fix for every malformed value.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "tests/check_error.h"
 
 using syncgrad::distributed::launched_distributed;
+using syncgrad::distributed::parse_timeout_seconds;
 using syncgrad::distributed::LaunchEnv;
 using syncgrad::distributed::read_launch_env;
 using syncgrad::distributed::RendezvousError;
@@ -61,7 +63,12 @@ class ScopedEnv {
                                            "SLURM_TASKS_PER_NODE",
                                            "SLURM_NODEID",
                                            "SLURM_JOB_NODELIST",
-                                           "SLURM_NODELIST"};
+                                           "SLURM_NODELIST",
+                                           "SLURM_JOB_ID",
+                                           "SLURM_STEP_ID",
+                                           "SYNCGRAD_JOB_ID",
+                                           "SYNCGRAD_TIMEOUT",
+                                           "SYNCGRAD_RENDEZVOUS_TIMEOUT"};
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
@@ -139,6 +146,51 @@ TEST_CASE("launch env: malformed launcher variables name the variable, the value
   expect_error({{"SYNCGRAD_STORE_SERVED", "yes"}}, {"SYNCGRAD_STORE_SERVED='yes'", "0 nor 1"});
   ScopedEnv env({{"RANK", "9"}, {"WORLD_SIZE", "2"}});
   CHECK_THROWS_AS(launched_distributed(), RendezvousError);
+}
+
+TEST_CASE("launch env: the job's identity, from the launcher, else Slurm, else none") {
+  {
+    ScopedEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}});
+    CHECK(read_launch_env().job_id.empty());
+  }
+  {
+    ScopedEnv env({{"SYNCGRAD_JOB_ID", "sg-1234"}, {"SLURM_JOB_ID", "77"}});
+    CHECK(read_launch_env().job_id == "sg-1234");
+  }
+  {
+    ScopedEnv env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"SLURM_JOB_ID", "77"}});
+    CHECK(read_launch_env().job_id == "77");
+  }
+  {
+    ScopedEnv env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "77"}, {"SLURM_STEP_ID", "3"}});
+    CHECK(read_launch_env().job_id == "77.3");
+  }
+}
+
+TEST_CASE("launch env: the timeouts syncgrad-launch exports, in seconds") {
+  {
+    ScopedEnv env({});
+    CHECK_FALSE(read_launch_env().timeout);
+    CHECK_FALSE(read_launch_env().rendezvous_timeout);
+  }
+  {
+    ScopedEnv env({{"SYNCGRAD_TIMEOUT", "3"}, {"SYNCGRAD_RENDEZVOUS_TIMEOUT", "0.25"}});
+    LaunchEnv e = read_launch_env();
+    CHECK(e.timeout == std::chrono::milliseconds(3000));
+    CHECK(e.rendezvous_timeout == std::chrono::milliseconds(250));
+  }
+  for (const char* bad : {"0", "-1", "nan", "inf", "1e30", "abc", "", " 5", "5s", "604801", "0.0001"}) {
+    expect_error({{"SYNCGRAD_TIMEOUT", bad}},
+                 {"SYNCGRAD_TIMEOUT='" + std::string(bad) + "'", "from 0.001 to 604800", "--timeout"});
+    expect_error({{"SYNCGRAD_RENDEZVOUS_TIMEOUT", bad}},
+                 {"SYNCGRAD_RENDEZVOUS_TIMEOUT='" + std::string(bad) + "'", "from 0.001 to 604800",
+                  "--rendezvous-timeout"});
+  }
+  CHECK(parse_timeout_seconds("600") == std::chrono::milliseconds(600'000));
+  CHECK(parse_timeout_seconds("1e3") == std::chrono::milliseconds(1'000'000));
+  CHECK(parse_timeout_seconds("0.001") == std::chrono::milliseconds(1));
+  CHECK(parse_timeout_seconds("604800") == std::chrono::milliseconds(604'800'000));
+  CHECK_FALSE(parse_timeout_seconds("+5"));
 }
 
 TEST_CASE("launch env: require_master names the missing variable") {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The environment each rank sees: torchrun's variables, the store's address and token, and one compute
-# thread per rank unless the user chose a count. Usage: test_env.sh path/to/syncgrad-launch
+# thread per rank unless the user chose a count, the job's id (SYNCGRAD_JOB_ID: fresh per launch, derived from the
+# token so that every node's launcher agrees, a user's own kept) and the timeouts the flags set.
+# Usage: test_env.sh path/to/syncgrad-launch
 set -u
 launch=$(realpath "$1")
 . "$(dirname "$0")/common.sh"
@@ -19,6 +21,27 @@ check "the free port is not 0" test -z "$(grep 'MASTER_PORT=0 ' <<<"$out")"
 check "one token for all ranks" test "$(grep -o 'TOKEN=[0-9a-f]*' <<<"$out" | sort -u | wc -l)" -eq 1
 again=$("$launch" sh -c 'echo $SYNCGRAD_STORE_TOKEN')
 check "a fresh token per job" test "$(grep -o 'TOKEN=[0-9a-f]*' <<<"$out" | head -1)" != "TOKEN=${again#*: }"
+
+ids=$(env -u SYNCGRAD_JOB_ID "$launch" --nproc-per-node 2 sh -c 'echo JOB=$SYNCGRAD_JOB_ID')
+check "every rank gets the job's id" test "$(grep -c '^\[rank[01]\]: JOB=sg-[0-9a-f]\{12\}$' <<<"$ids")" -eq 2
+check "... the same id" test "$(grep -o "JOB=.*" <<<"$ids" | sort -u | wc -l)" -eq 1
+again=$(env -u SYNCGRAD_JOB_ID "$launch" sh -c 'echo JOB=$SYNCGRAD_JOB_ID')
+check "a fresh job id per launch" test "$(grep -o 'JOB=.*' <<<"$ids" | head -1)" != "${again#*: }"
+node() {  # node K: the job id node K's launcher gives its ranks (two nodes, one shared token; node 0 serves a store)
+  env -u SYNCGRAD_JOB_ID "$launch" --nnodes 2 --node-rank "$1" --master-addr 127.0.0.1 --master-port $((20000 + $$ % 20000)) --token t0k \
+    sh -c 'echo $SYNCGRAD_JOB_ID' | sed 's/^\[rank[0-9]*\]: //'
+}
+check "every node's launcher derives the same job id from the shared token" test "$(node 0)" = "$(node 1)"
+other=$(env -u SYNCGRAD_JOB_ID "$launch" --nnodes 2 --node-rank 1 --master-addr 127.0.0.2 --master-port 29999 \
+  --token other sh -c 'echo $SYNCGRAD_JOB_ID')
+check "another token, another job id" test "${other#*: }" != "$(node 1)"
+out=$(SYNCGRAD_JOB_ID=mine "$launch" sh -c 'echo JOB=$SYNCGRAD_JOB_ID')
+check "a job id the user exported is kept" test "$out" = "[rank0]: JOB=mine"
+out=$(env -u SYNCGRAD_TIMEOUT -u SYNCGRAD_RENDEZVOUS_TIMEOUT "$launch" --timeout 3 --rendezvous-timeout 2.5 \
+  sh -c 'echo T=$SYNCGRAD_TIMEOUT R=$SYNCGRAD_RENDEZVOUS_TIMEOUT')
+check "--timeout and --rendezvous-timeout are exported in seconds" test "$out" = "[rank0]: T=3 R=2.5"
+out=$(env -u SYNCGRAD_TIMEOUT -u SYNCGRAD_RENDEZVOUS_TIMEOUT "$launch" sh -c 'echo T=${SYNCGRAD_TIMEOUT-unset}')
+check "without --timeout nothing is exported (the program's default applies)" test "$out" = "[rank0]: T=unset"
 
 out=$(OMP_NUM_THREADS=3 "$launch" --nproc-per-node 2 sh -c 'echo OMP=$OMP_NUM_THREADS')
 check "a user's OMP_NUM_THREADS is kept" test "$(grep -c 'OMP=3$' <<<"$out")" -eq 2

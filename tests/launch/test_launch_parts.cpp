@@ -1,5 +1,6 @@
 // The launcher's pieces in-process: line prefixing (whole lines, one sink call per feed, partial and
-// overlong lines), each rank's environment, the checks of the command line, and wait statuses in words.
+// overlong lines), each rank's environment, the checks of the command line, the job's token and id (SHA-256),
+// and wait statuses in words.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
@@ -13,6 +14,7 @@
 #include "tools/launch/line_prefixer.h"
 #include "tools/launch/options.h"
 #include "tools/launch/rank_env.h"
+#include "tools/launch/sha256.h"
 #include "tools/launch/token.h"
 #include "tools/launch/wait_status.h"
 
@@ -63,19 +65,26 @@ TEST_CASE("rank_environment: torchrun's variables, the store and one thread per 
   o.nnodes = 3;
   o.node_rank = 1;
   std::vector<std::string> base = {"PATH=/bin", "RANK=9", "MASTER_PORT=1", "HOME=/root"};
-  std::vector<std::string> env = rank_environment(base, o, 1, {"10.0.0.1", 29500, "tok"});
+  std::vector<std::string> env = rank_environment(base, o, 1, {"10.0.0.1", 29500, "tok"}, "sg-job");
   for (const char* entry :
        {"PATH=/bin", "HOME=/root", "RANK=3", "LOCAL_RANK=1", "WORLD_SIZE=6", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=1",
         "GROUP_WORLD_SIZE=3", "ROLE_RANK=3", "ROLE_WORLD_SIZE=6", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500",
-        "SYNCGRAD_STORE_TOKEN=tok", "SYNCGRAD_STORE_SERVED=1", "OMP_NUM_THREADS=1"}) {
+        "SYNCGRAD_STORE_TOKEN=tok", "SYNCGRAD_STORE_SERVED=1", "SYNCGRAD_JOB_ID=sg-job", "OMP_NUM_THREADS=1"}) {
     CHECK_MESSAGE(has(env, entry), entry);
   }
   CHECK_FALSE(has(env, "RANK=9"));
   CHECK_FALSE(has(env, "MASTER_PORT=1"));
+  for (const std::string& entry : env) CHECK(entry.rfind("SYNCGRAD_TIMEOUT=", 0) != 0);
   base.push_back("OMP_NUM_THREADS=4");
-  env = rank_environment(base, o, 0, {"10.0.0.1", 29500, "tok"});
+  base.push_back("SYNCGRAD_TIMEOUT=99");
+  o.timeout = "3";
+  o.rendezvous_timeout = "2.5";
+  env = rank_environment(base, o, 0, {"10.0.0.1", 29500, "tok"}, "sg-job");
   CHECK(has(env, "OMP_NUM_THREADS=4"));
   CHECK_FALSE(has(env, "OMP_NUM_THREADS=1"));
+  CHECK(has(env, "SYNCGRAD_TIMEOUT=3"));
+  CHECK_FALSE(has(env, "SYNCGRAD_TIMEOUT=99"));
+  CHECK(has(env, "SYNCGRAD_RENDEZVOUS_TIMEOUT=2.5"));
 }
 
 TEST_CASE("check_flags: defaults, values and errors") {
@@ -102,6 +111,54 @@ TEST_CASE("check_flags: defaults, values and errors") {
   check_error<UsageError>([&] { check_flags(multi, {"p"}); }, {"--nnodes 2 needs --master-port"});
   multi.master_port = "29500";
   CHECK(check_flags(multi, {"p"}).world_size() == 2);
+}
+
+TEST_CASE("check_flags: --timeout and --rendezvous-timeout in seconds, bad values named with the range") {
+  LaunchFlags f;
+  CHECK_FALSE(check_flags(f, {"p"}).timeout);
+  CHECK_FALSE(check_flags(f, {"p"}).rendezvous_timeout);
+  f.timeout = "3";
+  f.rendezvous_timeout = "0.5";
+  CHECK(check_flags(f, {"p"}).timeout == "3");
+  CHECK(check_flags(f, {"p"}).rendezvous_timeout == "0.5");
+  for (const char* bad : {"0", "-1", "nan", "1e30", "abc", "", "inf"}) {
+    LaunchFlags t;
+    t.timeout = bad;
+    check_error<UsageError>([&] { check_flags(t, {"p"}); },
+                            {"--timeout " + std::string(bad) + ": expected a number of seconds from 0.001 to 604800"});
+    LaunchFlags r;
+    r.rendezvous_timeout = bad;
+    check_error<UsageError>([&] { check_flags(r, {"p"}); },
+                            {"--rendezvous-timeout " + std::string(bad) + ": expected a number of seconds"});
+  }
+}
+
+TEST_CASE("sha256_hex: the FIPS 180-4 examples") {
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  CHECK(sha256_hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("job_id: derived from the token, the user's own kept") {
+  const char* caller = std::getenv("SYNCGRAD_JOB_ID");
+  std::string saved = caller ? caller : "";
+  unsetenv("SYNCGRAD_JOB_ID");
+  const std::string a = job_id("token-a");
+  CHECK(a.size() == 15);
+  CHECK(a.rfind("sg-", 0) == 0);
+  CHECK(a.find_first_not_of("0123456789abcdef", 3) == std::string::npos);
+  CHECK(job_id("token-a") == a);
+  CHECK(job_id("token-b") != a);
+  CHECK(a.find("token") == std::string::npos);
+  setenv("SYNCGRAD_JOB_ID", "users-own", 1);
+  CHECK(job_id("token-a") == "users-own");
+  if (caller) {
+    setenv("SYNCGRAD_JOB_ID", saved.c_str(), 1);
+  } else {
+    unsetenv("SYNCGRAD_JOB_ID");
+  }
 }
 
 TEST_CASE("job_token: fresh on one node, shared across nodes") {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "distributed/launch_env.h"
 #include "tensor/check.h"
 #include "tools/launch/errors.h"
 
@@ -31,6 +32,15 @@ int check_int(const char* flag, const std::string& value, long long lo, long lon
     throw UsageError(std::string(flag) + " " + value + ": expected an integer " + range + "; " + hint);
   }
   return static_cast<int>(*n);
+}
+
+// A timeout flag's value, checked as the ranks will read it back (distributed/launch_env.h).
+std::optional<std::string> check_timeout(const char* flag, const std::optional<std::string>& value,
+                                         const char* example) {
+  if (!value) return std::nullopt;
+  SYNCGRAD_CHECK(distributed::parse_timeout_seconds(*value), UsageError, flag, " ", *value, ": expected ",
+                 distributed::timeout_range_text(), ", e.g. ", flag, " ", example);
+  return value;
 }
 
 }  // namespace
@@ -60,13 +70,24 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
          "the job's store token, the same for every node's launcher (default: a fresh random one on one node, "
          "$SYNCGRAD_STORE_TOKEN with --nnodes > 1, which keeps it out of ps)")
       ->type_name("TOKEN");
+  app.add_option_function<std::string>(
+         "--timeout", [&flags](const std::string& seconds) { flags.timeout = seconds; },
+         "seconds a collective may take before the ranks fail with a TimeoutError naming the silent rank, exported "
+         "as SYNCGRAD_TIMEOUT (default 600, or $SYNCGRAD_TIMEOUT; a program's own timeout wins)")
+      ->type_name("SECONDS");
+  app.add_option_function<std::string>(
+         "--rendezvous-timeout", [&flags](const std::string& seconds) { flags.rendezvous_timeout = seconds; },
+         "seconds the ranks may take to reach the store and meet each other before they fail naming the ranks "
+         "that never arrived, exported as SYNCGRAD_RENDEZVOUS_TIMEOUT (default 300, or $SYNCGRAD_RENDEZVOUS_TIMEOUT)")
+      ->type_name("SECONDS");
   app.prefix_command();
   app.footer(
       "PROGRAM ARGS... runs once per rank (found via PATH), with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
-      "GROUP_RANK, MASTER_ADDR, MASTER_PORT, SYNCGRAD_STORE_TOKEN, SYNCGRAD_STORE_SERVED=1 and OMP_NUM_THREADS=1 "
-      "(unless set) in its environment and stdin at /dev/null. Each output line is prefixed with [rankN]. When a "
-      "rank fails the others are stopped and syncgrad-launch exits with the failing rank's status (128+signal "
-      "when it was killed). Use -- before a PROGRAM whose name starts with '-'.");
+      "GROUP_RANK, MASTER_ADDR, MASTER_PORT, SYNCGRAD_STORE_TOKEN, SYNCGRAD_STORE_SERVED=1, SYNCGRAD_JOB_ID (the "
+      "job's id, derived from the token, unless set) and OMP_NUM_THREADS=1 (unless set) in its environment and "
+      "stdin at /dev/null. Each output line is prefixed with [rankN]. When a rank fails the others are stopped and "
+      "syncgrad-launch exits with the failing rank's status (128+signal when it was killed); when syncgrad-launch "
+      "itself is killed, its ranks die with it. Use -- before a PROGRAM whose name starts with '-'.");
 }
 
 LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> command) {
@@ -103,6 +124,8 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
       !flags.token || !flags.token->empty(), UsageError,
       "--token is empty; pass the same non-empty token to every node's launcher, e.g. --token $(openssl rand -hex 16)");
   o.token = flags.token;
+  o.timeout = check_timeout("--timeout", flags.timeout, "600");
+  o.rendezvous_timeout = check_timeout("--rendezvous-timeout", flags.rendezvous_timeout, "300");
   if (!command.empty() && command.front() == "--") {
     command.erase(command.begin());
   } else if (!command.empty() && command.front().size() > 1 && command.front()[0] == '-') {

@@ -20,6 +20,8 @@ struct LaunchFlags {
   std::string master_port;
   std::string grace_period = "5";
   std::optional<std::string> token;
+  std::optional<std::string> timeout;
+  std::optional<std::string> rendezvous_timeout;
 };
 
 struct LaunchOptions {
@@ -30,6 +32,10 @@ struct LaunchOptions {
   uint16_t master_port = 0;                      // 0: node 0 serves the store on a free port (one node only)
   std::chrono::milliseconds grace_period{5000};  // between SIGTERM and SIGKILL when stopping the ranks
   std::optional<std::string> token;              // --token
+  // --timeout / --rendezvous-timeout in seconds as given (checked), exported to the ranks as SYNCGRAD_TIMEOUT /
+  // SYNCGRAD_RENDEZVOUS_TIMEOUT; unset: the ranks keep what the launcher's environment says, else their defaults.
+  std::optional<std::string> timeout;
+  std::optional<std::string> rendezvous_timeout;
   std::vector<std::string> command;              // PROGRAM ARGS...
 
   int world_size() const { return nproc_per_node * nnodes; }

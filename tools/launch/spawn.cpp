@@ -1,12 +1,17 @@
-// spawn_process(): posix_spawnp with a new process group, default signal dispositions, an empty signal
-// mask, output pipes and no inherited descriptors beyond 0..2. Exec failures come back as errno.
+// spawn_process(): fork + execve with a new process group, default signal dispositions, an empty signal mask,
+// output pipes, no inherited descriptors beyond 0..2, and PR_SET_PDEATHSIG so that the rank dies with the
+// launcher. Between fork and exec the child calls only async-signal-safe functions: PATH is searched in the
+// parent (the candidates are prepared there), and an exec failure comes back as errno over a close-on-exec pipe.
 #include "tools/launch/spawn.h"
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -16,22 +21,33 @@
 namespace syncgrad::launch {
 namespace {
 
+// glibc's default search path when PATH is unset (confstr(_CS_PATH)).
+constexpr const char* kDefaultPath = "/bin:/usr/bin";
+
 struct Pipe {
   int read_end = -1;
   int write_end = -1;
   Pipe() {
     int fds[2];
     SYNCGRAD_CHECK(pipe2(fds, O_CLOEXEC) == 0, LaunchError,
-                   "cannot create a pipe for a rank's output: ", std::strerror(errno));
+                   "cannot create a pipe for a rank: ", std::strerror(errno));
     read_end = fds[0];
     write_end = fds[1];
   }
   ~Pipe() {
-    if (read_end >= 0) close(read_end);
-    if (write_end >= 0) close(write_end);
+    close_read_end();
+    close_write_end();
   }
   Pipe(const Pipe&) = delete;
   Pipe& operator=(const Pipe&) = delete;
+  void close_read_end() {
+    if (read_end >= 0) close(read_end);
+    read_end = -1;
+  }
+  void close_write_end() {
+    if (write_end >= 0) close(write_end);
+    write_end = -1;
+  }
   int release_read_end() {
     int fd = read_end;
     read_end = -1;
@@ -53,39 +69,130 @@ std::string exec_error(const std::string& program, int err) {
   return what + std::strerror(err);
 }
 
+// The paths execvp would try for `program`, in order: itself when it names a path, else each PATH entry.
+std::vector<std::string> candidates(const std::string& program) {
+  if (program.find('/') != std::string::npos) return {program};
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : kDefaultPath;
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t colon = dirs.find(':', start);
+    const std::string dir = dirs.substr(start, colon - start);
+    out.push_back((dir.empty() ? "." : dir) + "/" + program);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return out;
+}
+
+// What the child needs, all prepared before fork.
+struct ChildSetup {
+  pid_t launcher = -1;
+  const std::vector<std::string>* paths = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const sigset_t* reset = nullptr;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int status_fd = -1;  // gets errno when the child cannot become the rank
+};
+
+// dup2 that also works when `fd` already is `target` (dup2 would then keep its close-on-exec flag).
+bool move_to(int fd, int target) {
+  if (fd == target) return fcntl(fd, F_SETFD, 0) == 0;
+  return dup2(fd, target) == target;
+}
+
+// Marks every descriptor from 3 up close-on-exec (so the status pipe stays open until the exec).
+void close_on_exec_from_3() {
+  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+  rlimit limit{};
+  const rlim_t most = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? limit.rlim_cur : 65536;
+  for (rlim_t fd = 3; fd < most; ++fd) fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+}
+
+[[noreturn]] void fail(const ChildSetup& s, int err) {
+  ssize_t ignored = write(s.status_fd, &err, sizeof err);
+  (void)ignored;
+  _exit(127);
+}
+
+// In the child after fork: only async-signal-safe calls from here on.
+[[noreturn]] void become_rank(const ChildSetup& s) {
+  // Die with the launcher (it is the thread that forked: the launcher's main thread); if it died before the
+  // prctl took effect, the parent is no longer the launcher and the rank must not start at all.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(s, errno);
+  if (getppid() != s.launcher) _exit(127);
+  if (setpgid(0, 0) != 0) fail(s, errno);
+  struct sigaction defaults {};
+  defaults.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sigismember(s.reset, sig) == 1) sigaction(sig, &defaults, nullptr);
+  }
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0 || !move_to(null_fd, STDIN_FILENO)) fail(s, errno);
+  if (!move_to(s.stdout_fd, STDOUT_FILENO) || !move_to(s.stderr_fd, STDERR_FILENO)) fail(s, errno);
+  close_on_exec_from_3();
+  int err = ENOENT;
+  bool denied = false;
+  for (const std::string& path : *s.paths) {
+    execve(path.c_str(), s.argv, s.envp);
+    err = errno;
+    if (err == EACCES) {
+      denied = true;
+    } else if (err != ENOENT && err != ENOTDIR && err != ESTALE && err != ENODEV && err != ETIMEDOUT) {
+      break;
+    }
+  }
+  fail(s, denied && err != ENOEXEC ? EACCES : err);
+}
+
 }  // namespace
 
 SpawnedProcess spawn_process(const std::vector<std::string>& command, const std::vector<std::string>& env,
                              const sigset_t& reset) {
   Pipe out;
   Pipe err;
+  Pipe status;
+  const std::vector<std::string> paths = candidates(command.front());
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<char*> envp;
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  ChildSetup setup;
+  setup.launcher = getpid();
+  setup.paths = &paths;
+  setup.argv = argv.data();
+  setup.envp = envp.data();
+  setup.reset = &reset;
+  setup.stdout_fd = out.write_end;
+  setup.stderr_fd = err.write_end;
+  setup.status_fd = status.write_end;
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out.write_end, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err.write_end, STDERR_FILENO);
-  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t empty;
-  sigemptyset(&empty);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &reset);
-
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  SYNCGRAD_CHECK(rc == 0, LaunchError, exec_error(command.front(), rc));
+  const pid_t pid = fork();
+  SYNCGRAD_CHECK(pid >= 0, LaunchError, "cannot start a rank (fork failed): ", std::strerror(errno),
+                 "; is the process limit (ulimit -u) reached?");
+  if (pid == 0) become_rank(setup);
+  out.close_write_end();
+  err.close_write_end();
+  status.close_write_end();
+  // End of file: the exec succeeded (the pipe was close-on-exec); an int: the child's errno.
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(status.read_end, &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  if (n != 0) {
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    throw LaunchError(exec_error(command.front(), n == sizeof child_errno ? child_errno : EIO));
+  }
   SpawnedProcess p;
   p.pid = pid;
   p.stdout_fd = out.release_read_end();

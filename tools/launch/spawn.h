@@ -1,6 +1,6 @@
 // Starting one rank: PROGRAM (searched in PATH like execvp) in its own process group, so that the launcher
-// can stop it together with its children, with stdout and stderr on pipes the launcher reads and stdin at
-// /dev/null.
+// can stop it together with its children, with stdout and stderr on pipes the launcher reads, stdin at
+// /dev/null, and killed (SIGKILL) when the launcher dies, however it dies (PR_SET_PDEATHSIG).
 #pragma once
 
 #include <signal.h>
@@ -18,7 +18,8 @@ struct SpawnedProcess {
 };
 
 // Runs command[0] with `env`, the signals in `reset` at their default dispositions and none blocked.
-// LaunchError naming the program when it cannot be executed (not found in PATH, not executable, ...).
+// LaunchError naming the program when it cannot be executed (not found in PATH, not executable, ...). The
+// death signal is tied to the calling thread: call it from the thread that lives as long as the launcher.
 SpawnedProcess spawn_process(const std::vector<std::string>& command, const std::vector<std::string>& env,
                              const sigset_t& reset);
 

@@ -97,7 +97,10 @@ void Supervisor::read_output(Rank& r, int stream, bool until_drained) {
 
 void Supervisor::signal_running(int sig) {
   for (Rank& r : ranks_) {
-    if (r.running) kill(-r.pid, sig);
+    if (!r.running) continue;
+    kill(-r.pid, sig);
+    // A stopped rank (SIGSTOP, a debugger's Ctrl-Z) acts on SIGTERM only once it runs again.
+    if (sig == SIGTERM) kill(-r.pid, SIGCONT);
   }
 }
 

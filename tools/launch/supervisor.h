@@ -1,7 +1,7 @@
 // Supervisor: runs the ranks of this node until they all end. It forwards their output line by line with a
 // "[rankN]: " prefix (stdout to stdout, stderr to stderr) and, when a rank fails or the launcher is told to
-// stop (SIGINT, SIGTERM, SIGHUP), stops every rank: SIGTERM to each rank's process group, SIGKILL after the
-// grace period (at once on a second signal).
+// stop (SIGINT, SIGTERM, SIGHUP), stops every rank: SIGTERM (and SIGCONT, for a stopped rank) to each rank's
+// process group, SIGKILL after the grace period (at once on a second signal).
 #pragma once
 
 #include <sys/types.h>

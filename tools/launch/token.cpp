@@ -1,5 +1,5 @@
 // Chooses the job's store token: given (--token or SYNCGRAD_STORE_TOKEN, which every node must share) or
-// freshly drawn from /dev/urandom on a single node.
+// freshly drawn from /dev/urandom on a single node; and the job id derived from it.
 #include "tools/launch/token.h"
 
 #include <cerrno>
@@ -9,6 +9,7 @@
 
 #include "tensor/check.h"
 #include "tools/launch/errors.h"
+#include "tools/launch/sha256.h"
 
 namespace syncgrad::launch {
 
@@ -36,6 +37,12 @@ std::string job_token(const LaunchOptions& options) {
                    " needs the job's store token, shared by all nodes: pass the same --token to every node's "
                    "launcher (or export the same SYNCGRAD_STORE_TOKEN on every node), e.g. generate one with "
                    "openssl rand -hex 16");
+}
+
+std::string job_id(const std::string& token) {
+  const char* from_env = std::getenv("SYNCGRAD_JOB_ID");
+  if (from_env != nullptr && *from_env != '\0') return from_env;
+  return "sg-" + sha256_hex("syncgrad job id\n" + token).substr(0, 12);
 }
 
 }  // namespace syncgrad::launch

@@ -1,4 +1,5 @@
-// The job's store token: the secret every rank presents to the launcher's TCPStore before any request.
+// The job's store token: the secret every rank presents to the launcher's TCPStore before any request, and
+// the job's id derived from it.
 #pragma once
 
 #include <string>
@@ -13,5 +14,10 @@ std::string random_token();
 // --token, else (with --nnodes > 1) $SYNCGRAD_STORE_TOKEN, else on one node a fresh random_token(). With
 // --nnodes > 1 and neither, a UsageError: every node's launcher needs the same token.
 std::string job_token(const LaunchOptions& options);
+
+// The job's id exported as SYNCGRAD_JOB_ID: $SYNCGRAD_JOB_ID when the user set it, else "sg-" and 12 hex digits of
+// SHA-256 over the token -- fresh per launch on one node (fresh token), the same on every node of a job (shared
+// token) without node 0 having to tell the others, and revealing nothing usable about the token.
+std::string job_id(const std::string& token);
 
 }  // namespace syncgrad::launch

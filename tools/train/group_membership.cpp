@@ -1,6 +1,8 @@
 // Joining and leaving the job's process group (see group_membership.h).
 #include "tools/train/group_membership.h"
 
+#include <cmath>
+
 #include "distributed/init.h"
 #include "distributed/launch_env.h"
 #include "tensor/check.h"
@@ -20,6 +22,9 @@ GroupMembership::GroupMembership(const TrainConfig& c, const std::string& backen
   distributed::InitOptions options;
   options.backend = backend;
   if (device.is_cuda()) options.group.device_index = device.index;
+  auto millis = [](double seconds) { return std::chrono::milliseconds(std::llround(seconds * 1000)); };
+  if (c.timeout_seconds) options.timeout = millis(*c.timeout_seconds);
+  if (c.rendezvous_timeout_seconds) options.store_timeout = millis(*c.rendezvous_timeout_seconds);
   group_ = distributed::init_process_group(options);
 }
 

@@ -1,6 +1,7 @@
 // The process group of a multi-process syncgrad-train run. --parallel ddp (or auto under syncgrad-launch, which
 // sets WORLD_SIZE > 1) joins the job's group for the length of the run; --parallel none and dp train in one
-// process and are refused when WORLD_SIZE says this is one of several.
+// process and are refused when WORLD_SIZE says this is one of several. --timeout and --rendezvous-timeout, when
+// given, override what the launcher exported (SYNCGRAD_TIMEOUT, SYNCGRAD_RENDEZVOUS_TIMEOUT).
 #pragma once
 
 #include <memory>

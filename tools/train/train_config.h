@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "tools/train/train_choices.h"
@@ -53,6 +54,11 @@ struct TrainConfig {
   std::string model_config;
   int64_t eval_every = 0;     // steps between held-out evaluations in the progress line (0: only at the end)
   AmpMode amp = AmpMode::kOff;  // off | fp16 | bf16: autocast the forward pass, with a GradScaler for fp16
+  // --timeout / --rendezvous-timeout in seconds; unset: $SYNCGRAD_TIMEOUT / $SYNCGRAD_RENDEZVOUS_TIMEOUT (what
+  // syncgrad-launch exports), else 600 s / 300 s. How long to wait is a property of this run on this machine, not
+  // of the model: they are not written to the JSON (a resumed run takes its own).
+  std::optional<double> timeout_seconds{};
+  std::optional<double> rendezvous_timeout_seconds{};
 
   std::string to_json() const;
   static TrainConfig from_json(const std::string& text);
