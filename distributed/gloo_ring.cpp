@@ -4,6 +4,7 @@
 #include <gloo/common/error.h>
 #include <gloo/types.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "distributed/gloo_counted_buffer.h"
@@ -42,14 +43,21 @@ void ring_reduce_scatter(const std::shared_ptr<gloo::Context>& context, const st
   std::vector<uint8_t> incoming(bytes);  // the left neighbour's partial sum
   auto partial_buffer = counted_buffer(*context, partial.data(), bytes, sent);
   auto incoming_buffer = context->createUnboundBuffer(incoming.data(), bytes);
+  // One deadline for the whole ring, as Gloo's own collectives have.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto remaining = [&] {
+    using std::chrono::milliseconds;
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    return std::max(left, milliseconds{1});
+  };
   // Step 0 sends this rank's own contribution as it is.
   auto first_buffer = counted_buffer(*context, block(rank - 1), bytes, sent);
   for (int step = 0; step < size - 1; ++step) {
     gloo::transport::UnboundBuffer& outgoing = step == 0 ? *first_buffer : *partial_buffer;
     incoming_buffer->recv(left, slot);
     outgoing.send(right, slot);
-    wait_or_throw(incoming_buffer->waitRecv(timeout), "a receive");
-    wait_or_throw(outgoing.waitSend(timeout), "a send");
+    wait_or_throw(incoming_buffer->waitRecv(remaining()), "a receive");
+    wait_or_throw(outgoing.waitSend(remaining()), "a send");
     // The block received: rank - step - 2; add this rank's own contribution to it.
     void* destination = step == size - 2 ? output : partial.data();
     kernel(destination, block(rank - step - 2), incoming.data(), count);

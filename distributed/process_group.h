@@ -99,6 +99,7 @@ class ProcessGroup {
   // new_group with the same ranks in the same order (members rendezvous under a prefix of their own in the
   // store, "subgroup/<n>/"). A rank that is not listed gets a group whose is_member() is false, whose rank() is
   // -1, and whose collectives throw DistributedError (where PyTorch's NON_GROUP_MEMBER silently skips them).
+  // The sub-group's collectives and errors speak of its own ranks (0..ranks.size()-1).
   virtual std::shared_ptr<ProcessGroup> new_group(const std::vector<int>& ranks);
   virtual bool is_member() const { return true; }
 

@@ -756,9 +756,9 @@ std::shared_ptr<ProcessGroup> ProcessGroupGloo::new_group(const std::vector<int>
 std::shared_ptr<Work> ProcessGroupGloo::barrier() {
   auto shared = shared_;
   return enqueue(shared_, [](uint64_t seq) { return "barrier #" + std::to_string(seq); }, [=](uint32_t tag) {
-    if (!shared->context) return;
+    if (!shared->context) return shared->counters->add("barrier", 0);
     int32_t token = 0;
-    shared->small->run(&token, 1, DType::i32, ReduceOp::kSum);
+    shared->counters->add("barrier", shared->allreduce_buffer(&token, 1, DType::i32, ReduceOp::kSum, tag));
   });
 }
 

@@ -277,8 +277,8 @@ TEST_CASE("new_group: members get their own group, a non-member gets one that re
     destroy_process_group();
   });
   expect_all_ok(outcomes);
-  CHECK(outcomes[1].report.find("rank 1: allreduce on a sub-group this rank is not a member of (its ranks are [0, 2])") !=
-        std::string::npos);
+  const std::string refusal = "rank 1: allreduce on a sub-group this rank is not a member of (its ranks are [0, 2])";
+  CHECK(outcomes[1].report.find(refusal) != std::string::npos);
 }
 
 TEST_CASE("at world size 1 the new collectives are copies") {
@@ -328,8 +328,8 @@ TEST_CASE("argument errors of the new collectives name the bad value") {
           "the output has 5 elements but must have world size 2 x 2 (the input's) = 4");
     fails([&] { group->allgather_into_tensor(zeros({4}, TensorOptions{DType::f64}), zeros({2})); },
           "the output is float64 but the input is float32");
-    fails([&] { group->reduce_scatter_tensor(zeros({2}, TensorOptions{DType::i32}), zeros({4}, TensorOptions{DType::i32}),
-                                             ReduceOp::kAvg); },
+    const TensorOptions i32{DType::i32};
+    fails([&] { group->reduce_scatter_tensor(zeros({2}, i32), zeros({4}, i32), ReduceOp::kAvg); },
           "avg needs a floating dtype");
     fails([&] { group->gather({}, four, 2); }, "gather: root 2 is outside 0..1");
     fails([&] { group->scatter(four, {}, -1); }, "scatter: root -1 is outside 0..1");
@@ -356,8 +356,10 @@ TEST_CASE("argument errors of the new collectives name the bad value") {
 }
 
 TEST_CASE("a rank killed during reduce-scatters, and a recv whose sender is silent, are named") {
+  // Usually Gloo sees the closed connection at once; now and then (about 1 run in 7 here) its TCP pair leaves
+  // the ring's pending receive unsignalled, and the collective's timeout (10 s) names the dead rank instead.
   auto outcomes = run_job(2, [](int rank) {
-    auto group = init_process_group(syncgrad::test::quick_init(std::chrono::milliseconds{60'000}));
+    auto group = init_process_group(syncgrad::test::quick_init(std::chrono::milliseconds{10'000}));
     Tensor flat = ones({4 << 20});  // 16 MiB
     Tensor shard = zeros({2 << 20});
     if (rank == 1) {
@@ -370,13 +372,18 @@ TEST_CASE("a rank killed during reduce-scatters, and a recv whose sender is sile
       for (;;) group->reduce_scatter_tensor(shard, flat)->wait();
     } catch (const PeerError& e) {
       report(e.what());
+    } catch (const TimeoutError& e) {
+      report(e.what());
     }
   });
   CHECK(outcomes[1].exit_code == 128 + SIGKILL);
   INFO(outcomes[0].report);
   CHECK(outcomes[0].exit_code == 0);
-  CHECK(outcomes[0].report.find("rank 0: reduce_scatter_tensor #") != std::string::npos);
-  CHECK(outcomes[0].report.find("lost the connection to rank 1") != std::string::npos);
+  const std::string& text = outcomes[0].report;
+  CHECK(text.find("rank 0: reduce_scatter_tensor #") != std::string::npos);
+  const bool names_rank_1 = text.find("lost the connection to rank 1") != std::string::npos ||
+                            text.find("timed out after 10000 ms waiting for rank 1") != std::string::npos;
+  CHECK(names_rank_1);
 
   auto silent = run_job(2, [](int rank) {
     auto group = init_process_group(syncgrad::test::quick_init(std::chrono::milliseconds{1500}));
