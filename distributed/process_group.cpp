@@ -1,12 +1,15 @@
-// The registry of process-group backends ("gloo", "nccl") and the ReduceOp names.
+// The registry of process-group backends ("gloo", "nccl"), the ReduceOp names, the flat-buffer collectives
+// expressed through the list ones (for backends without their own), and the group of non-members.
 #include "distributed/process_group.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
 #include "distributed/errors.h"
 #include "tensor/backend.h"
 #include "tensor/check.h"
+#include "tensor/ops/views.h"
 
 namespace syncgrad::distributed {
 
@@ -21,6 +24,32 @@ const char* reduce_op_name(ReduceOp op) {
 }
 
 namespace {
+
+void check_flat_pair(const ProcessGroup& group, const Tensor& big, const Tensor& small, const char* collective,
+                     const char* big_name, const char* small_name) {
+  const std::string head = "rank " + std::to_string(group.rank()) + ": " + collective + ": ";
+  SYNCGRAD_CHECK(big.defined() && small.defined(), ValueError, head, "the ", big.defined() ? small_name : big_name,
+                 " is an undefined tensor");
+  SYNCGRAD_CHECK(big.dtype() == small.dtype(), DTypeError, head, "the ", big_name, " is ", dtype_name(big.dtype()),
+                 " but the ", small_name, " is ", dtype_name(small.dtype()), "; both must have the same dtype");
+  SYNCGRAD_CHECK(big.device() == small.device(), DeviceError, head, "the ", big_name, " is on ", big.device().str(),
+                 " but the ", small_name, " on ", small.device().str(), "; both must be on the same device");
+  SYNCGRAD_CHECK(big.is_contiguous() && small.is_contiguous(), ValueError, head, "the ",
+                 big.is_contiguous() ? small_name : big_name, " is not contiguous; pass tensor.contiguous()");
+  SYNCGRAD_CHECK(big.numel() == small.numel() * group.size(), ValueError, head, "the ", big_name, " has ",
+                 big.numel(), " elements but must have world size ", group.size(), " x ", small.numel(), " (the ",
+                 small_name, "'s) = ", small.numel() * group.size(),
+                 "; pad the flat buffer to a multiple of the world size");
+}
+
+// The size() blocks of `flat`, each viewed with `shape`.
+std::vector<Tensor> blocks_of(const Tensor& flat, int count, const Shape& shape) {
+  const int64_t n = flat.numel() / count;
+  Tensor line = raw::view(flat, {flat.numel()});
+  std::vector<Tensor> blocks;
+  for (int r = 0; r < count; ++r) blocks.push_back(raw::view(raw::narrow(line, 0, r * n, n), shape));
+  return blocks;
+}
 
 struct Registry {
   std::mutex mutex;
@@ -48,6 +77,100 @@ std::string registered_names() {
 }
 
 }  // namespace
+
+std::shared_ptr<Work> ProcessGroup::allgather_into_tensor(const Tensor& output, const Tensor& input) {
+  check_flat_pair(*this, output, input, "allgather_into_tensor", "output", "input");
+  return allgather(blocks_of(output, size(), input.sizes()), input);
+}
+
+std::shared_ptr<Work> ProcessGroup::reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op) {
+  check_flat_pair(*this, input, output, "reduce_scatter_tensor", "input", "output");
+  return reduce_scatter(output, blocks_of(input, size(), output.sizes()), op);
+}
+
+void ProcessGroup::unsupported(const char* op) const {
+  throw DistributedError("rank " + std::to_string(rank()) + ": " + op + " is not implemented by the " +
+                         backend_name() +
+                         " process group (it implements allreduce, broadcast, allgather, reduce_scatter, "
+                         "allgather_into_tensor, reduce_scatter_tensor and barrier); run it on a \"gloo\" group "
+                         "over CPU copies of the tensors");
+}
+
+std::shared_ptr<Work> ProcessGroup::gather(const std::vector<Tensor>&, const Tensor&, int) { unsupported("gather"); }
+std::shared_ptr<Work> ProcessGroup::scatter(const Tensor&, const std::vector<Tensor>&, int) { unsupported("scatter"); }
+std::shared_ptr<Work> ProcessGroup::all_to_all(const Tensor&, const Tensor&) { unsupported("all_to_all"); }
+std::shared_ptr<Work> ProcessGroup::send(const Tensor&, int, uint32_t) { unsupported("send"); }
+std::shared_ptr<Work> ProcessGroup::recv(const Tensor&, int, uint32_t) { unsupported("recv"); }
+std::shared_ptr<ProcessGroup> ProcessGroup::new_group(const std::vector<int>&) { unsupported("new_group"); }
+
+std::vector<int> checked_group_ranks(std::vector<int> ranks, int parent_size) {
+  SYNCGRAD_CHECK(!ranks.empty(), ValueError, "new_group: no ranks given; list the ranks (0..", parent_size - 1,
+                 ") of the new group");
+  std::sort(ranks.begin(), ranks.end());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    SYNCGRAD_CHECK(ranks[i] >= 0 && ranks[i] < parent_size, ValueError, "new_group: rank ", ranks[i],
+                   " is outside the parent group's ranks 0..", parent_size - 1);
+    SYNCGRAD_CHECK(i == 0 || ranks[i] != ranks[i - 1], ValueError, "new_group: rank ", ranks[i],
+                   " is listed twice; list each rank once");
+  }
+  return ranks;
+}
+
+namespace {
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string text;
+  for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+  return "[" + text + "]";
+}
+
+// The group of a rank outside new_group's ranks: it knows the members and refuses every collective.
+class NonMemberGroup final : public ProcessGroup {
+ public:
+  NonMemberGroup(std::string backend, int parent_rank, std::vector<int> ranks, const ProcessGroupOptions& options)
+      : ProcessGroup(-1, static_cast<int>(ranks.size()), options), backend_(std::move(backend)),
+        parent_rank_(parent_rank), ranks_(std::move(ranks)) {}
+
+  std::string backend_name() const override { return backend_; }
+  bool is_member() const override { return false; }
+  std::shared_ptr<Work> allreduce(const Tensor&, ReduceOp) override { refuse("allreduce"); }
+  std::shared_ptr<Work> broadcast(const Tensor&, int) override { refuse("broadcast"); }
+  std::shared_ptr<Work> allgather(const std::vector<Tensor>&, const Tensor&) override { refuse("allgather"); }
+  std::shared_ptr<Work> reduce_scatter(const Tensor&, const std::vector<Tensor>&, ReduceOp) override {
+    refuse("reduce_scatter");
+  }
+  std::shared_ptr<Work> barrier() override { refuse("barrier"); }
+  std::shared_ptr<Work> allgather_into_tensor(const Tensor&, const Tensor&) override {
+    refuse("allgather_into_tensor");
+  }
+  std::shared_ptr<Work> reduce_scatter_tensor(const Tensor&, const Tensor&, ReduceOp) override {
+    refuse("reduce_scatter_tensor");
+  }
+  std::shared_ptr<Work> gather(const std::vector<Tensor>&, const Tensor&, int) override { refuse("gather"); }
+  std::shared_ptr<Work> scatter(const Tensor&, const std::vector<Tensor>&, int) override { refuse("scatter"); }
+  std::shared_ptr<Work> all_to_all(const Tensor&, const Tensor&) override { refuse("all_to_all"); }
+  std::shared_ptr<Work> send(const Tensor&, int, uint32_t) override { refuse("send"); }
+  std::shared_ptr<Work> recv(const Tensor&, int, uint32_t) override { refuse("recv"); }
+  std::shared_ptr<ProcessGroup> new_group(const std::vector<int>&) override { refuse("new_group"); }
+
+ private:
+  [[noreturn]] void refuse(const char* op) const {
+    throw DistributedError("rank " + std::to_string(parent_rank_) + ": " + op +
+                           " on a sub-group this rank is not a member of (its ranks are " + ranks_text(ranks_) +
+                           "); only members may call its collectives: check group->is_member() first");
+  }
+
+  std::string backend_;
+  int parent_rank_;
+  std::vector<int> ranks_;
+};
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> make_non_member_group(const std::string& backend, int parent_rank,
+                                                    std::vector<int> ranks, const ProcessGroupOptions& options) {
+  return std::make_shared<NonMemberGroup>(backend, parent_rank, std::move(ranks), options);
+}
 
 void register_process_group_backend(const std::string& name, ProcessGroupFactory factory) {
   Registry& reg = registry();

@@ -4,20 +4,29 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
+#include <gloo/gather.h>
+#include <gloo/scatter.h>
+#include <gloo/types.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <signal.h>
+
 #include <condition_variable>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
 
 #include "distributed/errors.h"
+#include "distributed/gloo_counted_buffer.h"
 #include "distributed/gloo_reduce.h"
+#include "distributed/gloo_ring.h"
 #include "distributed/gloo_small_allreduce.h"
 #include "distributed/gloo_store.h"
 #include "distributed/hash_store.h"
@@ -32,7 +41,12 @@ struct Task {
   std::shared_ptr<Work> work;
   std::function<void(uint32_t tag)> body;
   uint32_t tag = 0;
+  // Point to point (instead of body): posts the message; a thread of its own finishes the Work.
+  std::function<void(uint32_t tag, const std::shared_ptr<Work>& work)> post;
 };
+
+// The slot prefix of send/recv (Gloo's collectives use 0x01..0x08, the reduce-scatter ring 0x21).
+constexpr uint8_t kPointToPointSlotPrefix = 0x22;
 
 }  // namespace
 
@@ -43,6 +57,7 @@ struct ProcessGroupGloo::Shared {
   std::shared_ptr<gloo::Context> context;  // null for world size 1
   std::unique_ptr<GlooSmallAllreduce> small;  // messages up to GlooSmallAllreduce::kMaxBytes (world size > 1)
   std::vector<std::string> peer_addresses;  // rank -> "[ip]:port" of its Gloo listener
+  std::shared_ptr<CommCounters> counters;
 
   std::mutex mutex;
   std::condition_variable wake;
@@ -67,17 +82,47 @@ struct ProcessGroupGloo::Shared {
     small->abort();
   }
 
-  // In place over `count` elements; small messages take the synchronous path.
-  void allreduce_buffer(void* data, size_t count, DType dtype, ReduceOp op, uint32_t tag) {
-    if (!context) return;
-    if (count * element_size(dtype) <= GlooSmallAllreduce::kMaxBytes) {
+  // In place over `count` elements; small messages take the synchronous path. Returns the bytes it sent.
+  uint64_t allreduce_buffer(void* data, size_t count, DType dtype, ReduceOp op, uint32_t tag) {
+    if (!context) return 0;
+    const size_t bytes = count * element_size(dtype);
+    if (bytes <= GlooSmallAllreduce::kMaxBytes) {
       small->run(data, count, dtype, op);
-    } else {
-      run_allreduce(data, count, dtype, op, tag);
+      return count == 0 ? 0 : static_cast<uint64_t>(size - 1) * bytes;  // the legacy ring's fixed schedule
+    }
+    return run_allreduce(data, count, dtype, op, tag);
+  }
+
+  uint64_t run_allreduce(void* data, size_t count, DType dtype, ReduceOp op, uint32_t tag);
+
+  // Records a failure as the group's first, unless one came before.
+  void mark_broken(std::exception_ptr error, const std::string& message) {
+    std::lock_guard lock(mutex);
+    if (!broken) {
+      broken = std::move(error);
+      broken_message = message;
     }
   }
 
-  void run_allreduce(void* data, size_t count, DType dtype, ReduceOp op, uint32_t tag);
+  // Any exception of a Gloo call as a syncgrad error (syncgrad's own pass through), with its message.
+  std::pair<std::exception_ptr, std::string> as_error(const std::string& description) const {
+    std::exception_ptr error;
+    std::string message;
+    try {
+      throw;
+    } catch (const syncgrad::Error& e) {
+      error = std::current_exception();
+      message = e.what();
+    } catch (const std::exception& e) {
+      error = translate(description, e.what());
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& translated) {
+        message = translated.what();
+      }
+    }
+    return {error, message};
+  }
 
   std::string peers_named_in(const std::string& text) const {
     std::string ranks;
@@ -124,29 +169,19 @@ struct ProcessGroupGloo::Shared {
       return;
     }
     std::exception_ptr error;
-    std::string message;
     task.work->mark_started();
     try {
-      task.body(task.tag);
-    } catch (const syncgrad::Error& e) {
-      error = std::current_exception();
-      message = e.what();
-    } catch (const std::exception& e) {
-      error = translate(task.work->description(), e.what());
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& translated) {
-        message = translated.what();
+      if (task.post) {
+        task.post(task.tag, task.work);
+      } else {
+        task.body(task.tag);
       }
+    } catch (const std::exception&) {
+      auto [translated, message] = as_error(task.work->description());
+      error = translated;
+      mark_broken(error, message);
     }
-    if (error) {
-      std::lock_guard lock(mutex);
-      if (!broken) {
-        broken = error;
-        broken_message = message;
-      }
-    }
-    task.work->finish(error);
+    if (error || !task.post) task.work->finish(error);
   }
 
   static void worker_loop(std::shared_ptr<Shared> self) {
@@ -191,6 +226,39 @@ class GlooWork : public Work {
 
  private:
   std::shared_ptr<ProcessGroupGloo::Shared> shared_;
+};
+
+// Gloo writes to its sockets with writev, which raises SIGPIPE when the peer is dead: that would kill this
+// process (exit 141) before the error could name the peer. SIGPIPE is directed at the writing thread, so it is
+// blocked, for as long as this object lives, in the thread that creates the group; the threads created
+// meanwhile (Gloo's event loop, the group's worker, which starts the send/recv waiters) inherit the block for
+// good, and their writes fail with EPIPE instead. A SIGPIPE raised in this thread meanwhile is discarded.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &previous_);
+  }
+  ~SigpipeBlock() {
+    if (sigismember(&previous_, SIGPIPE)) return;
+    sigset_t pending;
+    sigpending(&pending);
+    if (sigismember(&pending, SIGPIPE)) {
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      const timespec now{0, 0};
+      sigtimedwait(&pipe, nullptr, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t previous_;
 };
 
 std::shared_ptr<gloo::transport::Device> make_device(const ProcessGroupOptions& options, int rank) {
@@ -257,21 +325,26 @@ void with_element_width(size_t width, F&& f) {
 
 }  // namespace
 
-void ProcessGroupGloo::Shared::run_allreduce(void* data, size_t count, DType dtype, ReduceOp op, uint32_t tag) {
+uint64_t ProcessGroupGloo::Shared::run_allreduce(void* data, size_t count, DType dtype, ReduceOp op,
+                                                 uint32_t tag) {
+  uint64_t sent = 0;
   gloo::AllreduceOptions opts(context);
   with_element_width(element_size(dtype), [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
-    opts.setOutput(static_cast<T*>(data), count);
+    opts.template setOutput<T>(counted_buffer(*context, data, count * sizeof(T), &sent));
   });
   opts.setReduceFunction(reduce_kernel(dtype, op, "allreduce"));
   opts.setTag(tag);
   opts.setTimeout(timeout);
   gloo::allreduce(opts);
+  return sent;
 }
 
 ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size,
                                    const ProcessGroupOptions& options)
-    : ProcessGroup(rank, size, options), shared_(std::make_shared<Shared>()) {
+    : ProcessGroup(rank, size, options), shared_(std::make_shared<Shared>()), store_(store) {
+  const SigpipeBlock no_sigpipe;
+  shared_->counters = counters();
   shared_->rank = rank;
   shared_->size = size;
   shared_->timeout = options.timeout;
@@ -325,7 +398,8 @@ namespace {
 // the execution order even when several threads issue collectives.
 std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupGloo::Shared>& shared,
                               const std::function<std::string(uint64_t seq)>& describe_seq,
-                              std::function<void(uint32_t)> body) {
+                              std::function<void(uint32_t)> body,
+                              std::function<void(uint32_t, const std::shared_ptr<Work>&)> post = {}) {
   std::shared_ptr<Work> work;
   {
     std::lock_guard lock(shared->mutex);
@@ -334,7 +408,7 @@ std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupGloo::Shared>& s
     SYNCGRAD_CHECK(!shared->stopping, DistributedError, description, ": the process group is being destroyed");
     ++shared->next_seq;
     work = std::make_shared<GlooWork>(description, shared->timeout, shared);
-    shared->queue.push_back(Task{work, std::move(body), static_cast<uint32_t>(seq)});
+    shared->queue.push_back(Task{work, std::move(body), static_cast<uint32_t>(seq), std::move(post)});
   }
   shared->wake.notify_one();
   return work;
@@ -349,8 +423,9 @@ std::shared_ptr<Work> ProcessGroupGloo::allreduce(const Tensor& tensor, ReduceOp
   return enqueue(
       shared_, [&](uint64_t seq) { return describe("allreduce", seq, tensor, reduce_op_name(op)); },
       [=](uint32_t tag) {
-        shared->allreduce_buffer(tensor.data_ptr(), tensor.numel(), tensor.dtype(), op, tag);
+        const uint64_t sent = shared->allreduce_buffer(tensor.data_ptr(), tensor.numel(), tensor.dtype(), op, tag);
         if (op == ReduceOp::kAvg) divide_in_place(tensor.data_ptr(), tensor.dtype(), tensor.numel(), shared->size);
+        shared->counters->add("allreduce", sent);
       });
 }
 
@@ -361,24 +436,62 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root
   return enqueue(
       shared_, [&](uint64_t seq) { return describe("broadcast", seq, tensor, "root " + std::to_string(root)); },
       [=](uint32_t tag) {
-        if (!shared->context) return;
+        if (!shared->context) return shared->counters->add("broadcast", 0);
         if (tensor.nbytes() <= GlooSmallAllreduce::kMaxBytes) {
           // A sum of bytes where every rank but the root contributes zeros: the root's bytes, exactly.
           if (shared->rank != root) std::memset(tensor.data_ptr(), 0, tensor.nbytes());
-          shared->small->run(tensor.data_ptr(), tensor.nbytes(), DType::u8, ReduceOp::kSum);
-          return;
+          const uint64_t sent = shared->allreduce_buffer(tensor.data_ptr(), tensor.nbytes(), DType::u8,
+                                                         ReduceOp::kSum, tag);
+          return shared->counters->add("broadcast", sent);
         }
+        uint64_t sent = 0;
         gloo::BroadcastOptions opts(shared->context);
         with_element_width(tensor.element_size(), [&](auto* type) {
           using T = std::remove_pointer_t<decltype(type)>;
-          opts.setOutput(static_cast<T*>(tensor.data_ptr()), tensor.numel());
+          opts.template setOutput<T>(counted_buffer(*shared->context, tensor.data_ptr(), tensor.nbytes(), &sent));
         });
         opts.setRoot(root);
         opts.setTag(tag);
         opts.setTimeout(shared->timeout);
         gloo::broadcast(opts);
+        shared->counters->add("broadcast", sent);
       });
 }
+
+namespace {
+
+// Gloo's ring allgather of `bytes` from `input` into `output` (size * bytes; may contain input at its block).
+uint64_t run_allgather(ProcessGroupGloo::Shared& shared, const void* input, void* output, size_t bytes,
+                       size_t element_width, uint32_t tag) {
+  uint64_t sent = 0;
+  if (bytes == 0) return 0;
+  if (!shared.context) {
+    if (output != input) std::memmove(output, input, bytes);
+    return 0;
+  }
+  gloo::AllgatherOptions opts(shared.context);
+  with_element_width(element_width, [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    opts.template setInput<T>(counted_buffer(*shared.context, input, bytes, &sent));
+    opts.template setOutput<T>(counted_buffer(*shared.context, output, bytes * shared.size, &sent));
+  });
+  opts.setTag(tag);
+  opts.setTimeout(shared.timeout);
+  gloo::allgather(opts);
+  return sent;
+}
+
+void check_root(int root, int size, const char* collective) {
+  SYNCGRAD_CHECK(root >= 0 && root < size, ValueError, collective, ": root ", root, " is outside 0..", size - 1);
+}
+
+void check_peer(int peer, int rank, int size, const char* call, const char* what) {
+  SYNCGRAD_CHECK(peer >= 0 && peer < size, ValueError, call, ": ", what, " rank ", peer, " is outside 0..", size - 1);
+  SYNCGRAD_CHECK(peer != rank, ValueError, call, ": ", what, " rank ", peer,
+                 " is this rank itself; copy the tensor instead of sending it to yourself");
+}
+
+}  // namespace
 
 std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& outputs, const Tensor& input) {
   check_cpu_contiguous(input, "allgather", "the input");
@@ -388,28 +501,37 @@ std::shared_ptr<Work> ProcessGroupGloo::allgather(const std::vector<Tensor>& out
   auto shared = shared_;
   return enqueue(shared_, [&](uint64_t seq) { return describe("allgather", seq, input); }, [=](uint32_t tag) {
     const size_t bytes = input.nbytes();
-    if (!shared->context) {
-      std::memcpy(outputs[0].data_ptr(), input.data_ptr(), bytes);
-      return;
-    }
     std::vector<uint8_t> gathered(bytes * shared->size);
-    if (gathered.size() <= GlooSmallAllreduce::kMaxBytes) {
-      // Each rank fills its own slot of a zeroed buffer; a byte-wise sum assembles all slots exactly.
+    uint64_t sent = 0;
+    if (shared->context && gathered.size() <= GlooSmallAllreduce::kMaxBytes) {
+      // Each rank fills its own slot of a zeroed buffer; a byte-wise sum assembles all slots exactly (fewer
+      // round trips than the ring for small messages, at size() times its bytes).
       std::memcpy(gathered.data() + shared->rank * bytes, input.data_ptr(), bytes);
-      shared->small->run(gathered.data(), gathered.size(), DType::u8, ReduceOp::kSum);
+      sent = shared->allreduce_buffer(gathered.data(), gathered.size(), DType::u8, ReduceOp::kSum, tag);
     } else {
-      gloo::AllgatherOptions opts(shared->context);
-      with_element_width(input.element_size(), [&](auto* type) {
-        using T = std::remove_pointer_t<decltype(type)>;
-        opts.setInput(static_cast<T*>(input.data_ptr()), input.numel());
-        opts.setOutput(reinterpret_cast<T*>(gathered.data()), input.numel() * shared->size);
-      });
-      opts.setTag(tag);
-      opts.setTimeout(shared->timeout);
-      gloo::allgather(opts);
+      sent = run_allgather(*shared, input.data_ptr(), gathered.data(), bytes, input.element_size(), tag);
     }
     for (int r = 0; r < shared->size; ++r) std::memcpy(outputs[r].data_ptr(), gathered.data() + r * bytes, bytes);
+    shared->counters->add("allgather", sent);
   });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::allgather_into_tensor(const Tensor& output, const Tensor& input) {
+  check_cpu_contiguous(output, "allgather_into_tensor", "the output");
+  check_cpu_contiguous(input, "allgather_into_tensor", "the input");
+  SYNCGRAD_CHECK(output.dtype() == input.dtype(), DTypeError, "allgather_into_tensor: the output is ",
+                 dtype_name(output.dtype()), " but the input is ", dtype_name(input.dtype()),
+                 "; both must have the same dtype");
+  SYNCGRAD_CHECK(output.numel() == input.numel() * size(), ValueError, "allgather_into_tensor: the output has ",
+                 output.numel(), " elements but must have world size ", size(), " x ", input.numel(),
+                 " (the input's) = ", input.numel() * size());
+  auto shared = shared_;
+  return enqueue(shared_, [&](uint64_t seq) { return describe("allgather_into_tensor", seq, input); },
+                 [=](uint32_t tag) {
+                   const uint64_t sent = run_allgather(*shared, input.data_ptr(), output.data_ptr(), input.nbytes(),
+                                                       input.element_size(), tag);
+                   shared->counters->add("allgather", sent);
+                 });
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
@@ -421,25 +543,222 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, con
     check_like(inputs[r], output, "reduce_scatter", "input " + std::to_string(r));
   reduce_kernel(output.dtype(), op, "reduce_scatter");  // an unsupported dtype/op fails here, in the caller
   auto shared = shared_;
-  // Gloo has no reduce-scatter in its options API: allreduce the concatenated inputs, keep this rank's part.
   return enqueue(
       shared_, [&](uint64_t seq) { return describe("reduce_scatter", seq, output, reduce_op_name(op)); },
       [=](uint32_t tag) {
-        const size_t bytes = output.nbytes();
-        std::vector<uint8_t> all(bytes * shared->size);
-        for (int r = 0; r < shared->size; ++r) std::memcpy(all.data() + r * bytes, inputs[r].data_ptr(), bytes);
-        shared->allreduce_buffer(all.data(), output.numel() * shared->size, output.dtype(), op, tag);
-        std::memcpy(output.data_ptr(), all.data() + shared->rank * bytes, bytes);
+        std::vector<const void*> blocks;
+        for (const Tensor& input : inputs) blocks.push_back(input.data_ptr());
+        uint64_t sent = 0;
+        ring_reduce_scatter(shared->context, blocks, output.data_ptr(), output.numel(), output.dtype(), op, tag,
+                            shared->timeout, &sent);
         if (op == ReduceOp::kAvg) divide_in_place(output.data_ptr(), output.dtype(), output.numel(), shared->size);
+        shared->counters->add("reduce_scatter", sent);
       });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter_tensor(const Tensor& output, const Tensor& input,
+                                                              ReduceOp op) {
+  check_cpu_contiguous(output, "reduce_scatter_tensor", "the output");
+  check_cpu_contiguous(input, "reduce_scatter_tensor", "the input");
+  SYNCGRAD_CHECK(output.dtype() == input.dtype(), DTypeError, "reduce_scatter_tensor: the input is ",
+                 dtype_name(input.dtype()), " but the output is ", dtype_name(output.dtype()),
+                 "; both must have the same dtype");
+  SYNCGRAD_CHECK(input.numel() == output.numel() * size(), ValueError, "reduce_scatter_tensor: the input has ",
+                 input.numel(), " elements but must have world size ", size(), " x ", output.numel(),
+                 " (the output's) = ", output.numel() * size(), "; pad the input to a multiple of the world size");
+  reduce_kernel(output.dtype(), op, "reduce_scatter_tensor");
+  auto shared = shared_;
+  return enqueue(
+      shared_, [&](uint64_t seq) { return describe("reduce_scatter_tensor", seq, input, reduce_op_name(op)); },
+      [=](uint32_t tag) {
+        std::vector<const void*> blocks;
+        for (int r = 0; r < shared->size; ++r) {
+          blocks.push_back(static_cast<const uint8_t*>(input.data_ptr()) + r * output.nbytes());
+        }
+        uint64_t sent = 0;
+        ring_reduce_scatter(shared->context, blocks, output.data_ptr(), output.numel(), output.dtype(), op, tag,
+                            shared->timeout, &sent);
+        if (op == ReduceOp::kAvg) divide_in_place(output.data_ptr(), output.dtype(), output.numel(), shared->size);
+        shared->counters->add("reduce_scatter", sent);
+      });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::gather(const std::vector<Tensor>& outputs, const Tensor& input, int root) {
+  check_cpu_contiguous(input, "gather", "the input");
+  check_root(root, size(), "gather");
+  if (rank() == root) {
+    SYNCGRAD_CHECK(static_cast<int>(outputs.size()) == size(), ValueError, "gather: the root got ", outputs.size(),
+                   " output tensors for world size ", size(), "; pass one output per rank");
+    for (size_t r = 0; r < outputs.size(); ++r) check_like(outputs[r], input, "gather", "output " + std::to_string(r));
+  } else {
+    SYNCGRAD_CHECK(outputs.empty(), ValueError, "gather: rank ", rank(), " is not the root (", root, ") but got ",
+                   outputs.size(), " output tensors; only the root passes outputs");
+  }
+  auto shared = shared_;
+  return enqueue(
+      shared_, [&](uint64_t seq) { return describe("gather", seq, input, "root " + std::to_string(root)); },
+      [=](uint32_t tag) {
+        const size_t bytes = input.nbytes();
+        uint64_t sent = 0;
+        if (!shared->context || bytes == 0) {
+          if (!outputs.empty() && bytes > 0) std::memcpy(outputs[0].data_ptr(), input.data_ptr(), bytes);
+          return shared->counters->add("gather", 0);
+        }
+        std::vector<uint8_t> gathered(shared->rank == root ? bytes * shared->size : 0);
+        gloo::GatherOptions opts(shared->context);
+        with_element_width(input.element_size(), [&](auto* type) {
+          using T = std::remove_pointer_t<decltype(type)>;
+          opts.template setInput<T>(counted_buffer(*shared->context, input.data_ptr(), bytes, &sent));
+          if (shared->rank == root) {
+            opts.setOutput(reinterpret_cast<T*>(gathered.data()), input.numel() * shared->size);
+          }
+        });
+        opts.setRoot(root);
+        opts.setTag(tag);
+        opts.setTimeout(shared->timeout);
+        gloo::gather(opts);
+        for (size_t r = 0; r < outputs.size(); ++r) {
+          std::memcpy(outputs[r].data_ptr(), gathered.data() + r * bytes, bytes);
+        }
+        shared->counters->add("gather", sent);
+      });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::scatter(const Tensor& output, const std::vector<Tensor>& inputs, int root) {
+  check_cpu_contiguous(output, "scatter", "the output");
+  check_root(root, size(), "scatter");
+  if (rank() == root) {
+    SYNCGRAD_CHECK(static_cast<int>(inputs.size()) == size(), ValueError, "scatter: the root got ", inputs.size(),
+                   " input tensors for world size ", size(), "; pass one input per rank");
+    for (size_t r = 0; r < inputs.size(); ++r) check_like(inputs[r], output, "scatter", "input " + std::to_string(r));
+  } else {
+    SYNCGRAD_CHECK(inputs.empty(), ValueError, "scatter: rank ", rank(), " is not the root (", root, ") but got ",
+                   inputs.size(), " input tensors; only the root passes inputs");
+  }
+  auto shared = shared_;
+  return enqueue(
+      shared_, [&](uint64_t seq) { return describe("scatter", seq, output, "root " + std::to_string(root)); },
+      [=](uint32_t tag) {
+        const size_t bytes = output.nbytes();
+        uint64_t sent = 0;
+        if (!shared->context || bytes == 0) {
+          if (!inputs.empty() && bytes > 0) std::memcpy(output.data_ptr(), inputs[0].data_ptr(), bytes);
+          return shared->counters->add("scatter", 0);
+        }
+        gloo::ScatterOptions opts(shared->context);
+        with_element_width(output.element_size(), [&](auto* type) {
+          using T = std::remove_pointer_t<decltype(type)>;
+          if (shared->rank == root) {
+            std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> buffers;
+            for (const Tensor& input : inputs) {
+              buffers.push_back(counted_buffer(*shared->context, input.data_ptr(), bytes, &sent));
+            }
+            opts.template setInputs<T>(std::move(buffers));
+          }
+          opts.setOutput(static_cast<T*>(output.data_ptr()), output.numel());
+        });
+        opts.setRoot(root);
+        opts.setTag(tag);
+        opts.setTimeout(shared->timeout);
+        gloo::scatter(opts);
+        shared->counters->add("scatter", sent);
+      });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::all_to_all(const Tensor& output, const Tensor& input) {
+  check_cpu_contiguous(output, "all_to_all", "the output");
+  check_like(input, output, "all_to_all", "the input");
+  SYNCGRAD_CHECK(input.numel() % size() == 0, ValueError, "all_to_all: ", input.numel(),
+                 " elements do not split into world size ", size(),
+                 " equal blocks; pad the tensors to a multiple of the world size");
+  auto shared = shared_;
+  return enqueue(shared_, [&](uint64_t seq) { return describe("all_to_all", seq, input); }, [=](uint32_t tag) {
+    const size_t bytes = input.nbytes();
+    uint64_t sent = 0;
+    if (!shared->context || bytes == 0) {
+      if (bytes > 0 && output.data_ptr() != input.data_ptr()) std::memcpy(output.data_ptr(), input.data_ptr(), bytes);
+      return shared->counters->add("all_to_all", 0);
+    }
+    gloo::AlltoallOptions opts(shared->context);
+    with_element_width(input.element_size(), [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      opts.template setInput<T>(counted_buffer(*shared->context, input.data_ptr(), bytes, &sent));
+      opts.setOutput(static_cast<T*>(output.data_ptr()), output.numel());
+    });
+    opts.setTag(tag);
+    opts.setTimeout(shared->timeout);
+    gloo::alltoall(opts);
+    shared->counters->add("all_to_all", sent);
+  });
+}
+
+namespace {
+
+// Posts one send or receive on the worker thread and finishes `work` from a thread of its own once Gloo says the
+// message left or arrived.
+std::shared_ptr<Work> point_to_point(const std::shared_ptr<ProcessGroupGloo::Shared>& shared, const Tensor& tensor,
+                                     int peer, uint32_t tag, bool sending) {
+  const char* call = sending ? "send" : "recv";
+  auto describe_seq = [&](uint64_t seq) {
+    return describe(call, seq, tensor, std::string(sending ? "to" : "from") + " rank " + std::to_string(peer) +
+                                           ", tag " + std::to_string(tag));
+  };
+  auto post = [=](uint32_t, const std::shared_ptr<Work>& self) {
+    std::shared_ptr<gloo::transport::UnboundBuffer> buffer =
+        shared->context->createUnboundBuffer(tensor.data_ptr(), tensor.nbytes());
+    const uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, tag);
+    if (sending) {
+      buffer->send(peer, slot);
+    } else {
+      buffer->recv(peer, slot);
+    }
+    std::thread([shared, self, buffer, tensor, sending, call] {
+      std::exception_ptr error;
+      try {
+        const bool completed = sending ? buffer->waitSend(shared->timeout) : buffer->waitRecv(shared->timeout);
+        if (!completed) throw gloo::IoException(std::string(call) + " was aborted");
+        if (sending) shared->counters->add("send", tensor.nbytes());
+      } catch (const std::exception&) {
+        auto [translated, message] = shared->as_error(self->description());
+        error = translated;
+        shared->mark_broken(error, message);
+      }
+      self->finish(error);
+    }).detach();
+  };
+  return enqueue(shared, describe_seq, nullptr, post);
+}
+
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroupGloo::send(const Tensor& tensor, int dst, uint32_t tag) {
+  check_cpu_contiguous(tensor, "send", "the tensor");
+  check_peer(dst, rank(), size(), "send", "destination");
+  return point_to_point(shared_, tensor, dst, tag, true);
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::recv(const Tensor& tensor, int src, uint32_t tag) {
+  check_cpu_contiguous(tensor, "recv", "the tensor");
+  check_peer(src, rank(), size(), "recv", "source");
+  return point_to_point(shared_, tensor, src, tag, false);
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroupGloo::new_group(const std::vector<int>& ranks) {
+  const std::vector<int> members = checked_group_ranks(ranks, size());
+  const uint64_t index = subgroups_created_++;
+  const auto self = std::find(members.begin(), members.end(), rank());
+  if (self == members.end()) return make_non_member_group("gloo", rank(), members, options());
+  auto store = std::make_shared<PrefixStore>("subgroup/" + std::to_string(index), store_);
+  return std::make_shared<ProcessGroupGloo>(store, static_cast<int>(self - members.begin()),
+                                            static_cast<int>(members.size()), options());
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::barrier() {
   auto shared = shared_;
   return enqueue(shared_, [](uint64_t seq) { return "barrier #" + std::to_string(seq); }, [=](uint32_t tag) {
-    if (!shared->context) return;
+    if (!shared->context) return shared->counters->add("barrier", 0);
     int32_t token = 0;
-    shared->small->run(&token, 1, DType::i32, ReduceOp::kSum);
+    shared->counters->add("barrier", shared->allreduce_buffer(&token, 1, DType::i32, ReduceOp::kSum, tag));
   });
 }
 

@@ -415,6 +415,64 @@ TEST_CASE("world size 2 (two devices, ranks as threads): results combine both ra
   }
 }
 
+TEST_CASE("allgather_into_tensor and reduce_scatter_tensor on flat buffers equal the CPU at world size 2") {
+  if (cuda_device_count() < 2) {
+    MESSAGE("one CUDA device: world size 2 needs two (one GPU per rank)");
+    return;
+  }
+  auto store = std::make_shared<HashStore>();
+  std::vector<std::string> mismatches[2];
+  const int64_t block = 333;
+  auto errors = run_two_ranks([&](int rank) {
+    const Device device(DeviceType::kCUDA, rank);
+    auto group = make_rank(store, rank);
+    auto expect = [&](bool ok, const std::string& what) {
+      if (!ok) mismatches[rank].push_back(what);
+    };
+    for (DType dtype : {DType::f32, DType::f64, DType::i64, DType::i32}) {
+      const std::string name = dtype_name(dtype);
+      // Rank r's flat input is sample(salt 0..1, scale r + 1) end to end; its output reduces block r of both.
+      const std::vector<Tensor> x = {sample({2 * block}, dtype, 0, 1), sample({2 * block}, dtype, 0, 2)};
+      for (ReduceOp op : kOps) {
+        if (op == ReduceOp::kAvg && !is_floating(dtype)) continue;
+        Tensor out = zeros({block}, {.dtype = dtype, .device = device});
+        group->reduce_scatter_tensor(out, x[rank].to(device), op)->wait();
+        const std::vector<Tensor> parts = {raw::contiguous(raw::narrow(x[0], 0, rank * block, block)),
+                                           raw::contiguous(raw::narrow(x[1], 0, rank * block, block))};
+        expect(same_bytes(out, cpu_reduce(parts, op)), "reduce_scatter_tensor " + name + " " + reduce_op_name(op));
+      }
+      Tensor gathered = zeros({2, block}, {.dtype = dtype, .device = device});
+      const std::vector<Tensor> mine = {sample({block}, dtype, 3, 1), sample({block}, dtype, 3, 2)};
+      group->allgather_into_tensor(gathered, mine[rank].to(device))->wait();
+      Tensor back = gathered.to(kCPU);
+      expect(same_bytes(raw::contiguous(raw::select(back, 0, 0)), mine[0]) &&
+                 same_bytes(raw::contiguous(raw::select(back, 0, 1)), mine[1]),
+             "allgather_into_tensor " + name);
+    }
+    Tensor t = ones({4}, {.device = device});
+    try {
+      group->gather({}, t, 0);
+      expect(false, "gather on nccl did not throw");
+    } catch (const DistributedError& e) {
+      expect(std::string(e.what()).find("gather is not implemented by the nccl process group") != std::string::npos,
+             std::string("unsupported gather: ") + e.what());
+    }
+    try {
+      group->reduce_scatter_tensor(zeros({3}, {.device = device}), t);
+      expect(false, "a mismatched reduce_scatter_tensor did not throw");
+    } catch (const ValueError& e) {
+      expect(std::string(e.what()).find("the input has 4 elements but must have world size 2 x 3") != std::string::npos,
+             std::string("flat size check: ") + e.what());
+    }
+    group->barrier()->wait();
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    CHECK(errors[r] == "");
+    for (const std::string& m : mismatches[r]) FAIL_CHECK("differs from the CPU: " << m);
+  }
+}
+
 TEST_CASE("a peer that never joins a collective: wait times out and aborts; the peer then fails too") {
   if (cuda_device_count() < 2) {
     MESSAGE("one CUDA device: world size 2 needs two (one GPU per rank)");

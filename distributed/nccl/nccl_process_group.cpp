@@ -426,6 +426,50 @@ std::shared_ptr<Work> ProcessGroupNCCL::reduce_scatter(const Tensor& output, con
   return launch(shared_, name, std::move(keep), body);
 }
 
+namespace {
+
+// The flat collectives' pairing of a buffer of size() blocks with one block.
+void check_flat(const Shared& s, const Tensor& flat, const Tensor& block, const char* collective, const char* flat_name,
+                const char* block_name) {
+  check_tensor(s, flat, collective, std::string("the ") + flat_name);
+  check_tensor(s, block, collective, std::string("the ") + block_name);
+  SYNCGRAD_CHECK(flat.dtype() == block.dtype(), DTypeError, "rank ", s.rank, ": ", collective, ": the ", flat_name,
+                 " is ", dtype_name(flat.dtype()), " but the ", block_name, " is ", dtype_name(block.dtype()),
+                 "; both must have the same dtype");
+  SYNCGRAD_CHECK(flat.numel() == block.numel() * s.size, ValueError, "rank ", s.rank, ": ", collective, ": the ",
+                 flat_name, " has ", flat.numel(), " elements but must have world size ", s.size, " x ",
+                 block.numel(), " (the ", block_name, "'s) = ", block.numel() * s.size,
+                 "; pad the flat buffer to a multiple of the world size");
+}
+
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroupNCCL::allgather_into_tensor(const Tensor& output, const Tensor& input) {
+  check_flat(*shared_, output, input, "allgather_into_tensor", "output", "input");
+  auto body = [&](const Enqueue& q) {
+    if (input.numel() == 0) return;
+    SG_NCCL_CALL(q, ncclAllGather(input.data_ptr(), output.data_ptr(), input.nbytes(), ncclUint8, q.comm(),
+                                  q.stream()));
+  };
+  auto name = [&](uint64_t seq) { return describe("allgather_into_tensor", seq, input); };
+  return launch(shared_, name, {output, input}, body);
+}
+
+std::shared_ptr<Work> ProcessGroupNCCL::reduce_scatter_tensor(const Tensor& output, const Tensor& input,
+                                                              ReduceOp op) {
+  check_flat(*shared_, input, output, "reduce_scatter_tensor", "input", "output");
+  const std::string who = "rank " + std::to_string(rank()) + ": reduce_scatter_tensor";
+  const ncclDataType_t type = nccl_reduce_type(output.dtype(), op, who);
+  const ncclRedOp_t nccl_op = nccl_reduce_op(op);
+  auto body = [&](const Enqueue& q) {
+    if (output.numel() == 0) return;
+    const size_t count = output.numel();
+    SG_NCCL_CALL(q, ncclReduceScatter(input.data_ptr(), output.data_ptr(), count, type, nccl_op, q.comm(), q.stream()));
+  };
+  auto name = [&](uint64_t seq) { return describe("reduce_scatter_tensor", seq, input, reduce_op_name(op)); };
+  return launch(shared_, name, {output, input}, body);
+}
+
 std::shared_ptr<Work> ProcessGroupNCCL::barrier() {
   // A one-element allreduce: it completes on a rank once every rank has joined it.
   Tensor token = empty({1}, {.dtype = DType::i32, .device = Device(DeviceType::kCUDA, shared_->device)});

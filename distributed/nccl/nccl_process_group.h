@@ -31,6 +31,12 @@ class ProcessGroupNCCL final : public distributed::ProcessGroup {
   std::shared_ptr<distributed::Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                                                     distributed::ReduceOp op = distributed::ReduceOp::kSum) override;
   std::shared_ptr<distributed::Work> barrier() override;
+  // ncclAllGather / ncclReduceScatter straight on the flat buffers (no staging copies). gather, scatter,
+  // all_to_all, send, recv and new_group are not implemented here: they throw DistributedError naming the
+  // operation and the backend (ProcessGroup::unsupported).
+  std::shared_ptr<distributed::Work> allgather_into_tensor(const Tensor& output, const Tensor& input) override;
+  std::shared_ptr<distributed::Work> reduce_scatter_tensor(
+      const Tensor& output, const Tensor& input, distributed::ReduceOp op = distributed::ReduceOp::kSum) override;
 
   // The communicator, stream and events the Works share (they may outlive the group object).
   struct Shared;
