@@ -104,6 +104,12 @@ std::string seconds_text(std::chrono::milliseconds t) {
   return text;
 }
 
+// What a waiter raises when the store fails under it: rank 0 serves the store, so it has most likely died.
+PeerError store_stopped_answering(const std::string& me, const std::string& what, const std::exception& e) {
+  return PeerError(me + " waited while rank 0 was " + what + ", but the store stopped answering (" + e.what() +
+                   "); rank 0's process has probably died: see its output");
+}
+
 // Polls until rank 0's outcome is set; returns it.
 std::string wait_for_outcome(Store& store, const CallKeys& keys, int rank, const std::string& what,
                              const Rank0WorkOptions& options) {
@@ -119,8 +125,7 @@ std::string wait_for_outcome(Store& store, const CallKeys& keys, int rank, const
         last_sign = Clock::now();
       }
     } catch (const DistributedError& e) {
-      throw PeerError(me + " waited while rank 0 was " + what + ", but the store stopped answering (" + e.what() +
-                      "); rank 0's process has probably died: see its output");
+      throw store_stopped_answering(me, what, e);
     }
     const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_sign);
     if (silent > options.silence_limit) {
@@ -141,16 +146,25 @@ void run_on_rank0(int rank, int world_size, Store& store, const std::string& wha
                  "run_on_rank0: silence_limit and poll_interval must be positive (got ", options.silence_limit.count(),
                  " ms and ", options.poll_interval.count(), " ms)");
   if (world_size <= 1) return work();
-  const CallKeys keys = keys_of_next_call(store, rank);
   if (rank == 0) {
     // Several beats within the waiters' silence limit, so a slow poll never mistakes a beating rank 0 for a dead one.
     Rank0WorkOptions beating = options;
     beating.heartbeat_interval = std::min(options.heartbeat_interval, options.silence_limit / 5);
-    return work_and_report(store, keys, work, beating);
+    return work_and_report(store, keys_of_next_call(store, rank), work, beating);
+  }
+  CallKeys keys;
+  try {
+    keys = keys_of_next_call(store, rank);
+  } catch (const DistributedError& e) {
+    throw store_stopped_answering("rank " + std::to_string(rank), what, e);
   }
   const std::string outcome = wait_for_outcome(store, keys, rank, what, options);
-  if (store.add(keys.acknowledged, 1) == world_size - 1) {
-    for (const std::string& key : {keys.heartbeat, keys.outcome, keys.acknowledged}) store.delete_key(key);
+  // Tidying up is best effort: rank 0 may already have gone on and ended (its store with it) once it reported.
+  try {
+    if (store.add(keys.acknowledged, 1) == world_size - 1) {
+      for (const std::string& key : {keys.heartbeat, keys.outcome, keys.acknowledged}) store.delete_key(key);
+    }
+  } catch (const DistributedError&) {
   }
   if (outcome.rfind(kFailed, 0) == 0) {
     throw PeerError("rank " + std::to_string(rank) + " waited while rank 0 was " + what + ", which failed there: " +

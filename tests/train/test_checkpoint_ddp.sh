@@ -33,5 +33,5 @@ chmod +x "$tmp/per-rank-resume"
 out=$("$launch" --nproc-per-node 2 "$tmp/per-rank-resume" "${args[@]}" --max-steps 16 2>&1); status=$?
 echo "$out" | tail -3
 check "ranks resuming from different steps are refused" test $status -ne 0
-check "the refusal names both steps" grep -q "rank 1 resumed at step 12 but rank 0 at step 8" <<<"$out"
+check "the refusal names both steps" grep -q "resumed state: the ranks disagree: rank 1 has resumed at step 12, rank 0 has 8" <<<"$out"
 finish

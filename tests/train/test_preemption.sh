@@ -111,5 +111,5 @@ check "minutes: its weights equal a run without them" \
 
 out=$("$train" "${args[@]}" --max-steps 4 --checkpoint-every-minutes 5 2>&1); status=$?
 check "--checkpoint-every-minutes without --checkpoint-dir is refused" test $status -ne 0
-check "naming the missing flag" grep -q "there is no --checkpoint-dir to save them in" <<<"$out"
+check "naming the missing flag" grep -q "rank 0 has no --checkpoint-dir to save them in" <<<"$out"
 finish

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <iostream>
 
-#include "distributed/host_values.h"
 #include "tensor/check.h"
 #include "tensor/generator.h"
 #include "tensor/io/checkpoint_directory.h"
@@ -39,19 +38,6 @@ std::string save(TrainingRun& run) {
   return dir;
 }
 
-// Every rank continues from the same step: ranks that read different checkpoints (a --checkpoint-dir that is not
-// one shared directory, a save between the ranks' reads) would train apart. Refused on every rank, naming both.
-void check_ranks_resume_together(TrainingRun& run) {
-  if (!run.job.group()) return;
-  const std::vector<std::vector<int64_t>> steps =
-      distributed::PendingValues::allgather(*run.job.group(), {run.position.step}).wait();
-  for (size_t rank = 1; rank < steps.size(); ++rank) {
-    SYNCGRAD_CHECK(steps[rank][0] == steps[0][0], ValueError, "--resume ", run.config.resume, ": rank ", rank,
-                   " resumed at step ", steps[rank][0], " but rank 0 at step ", steps[0][0],
-                   "; every rank must read the same checkpoint (one --checkpoint-dir shared by all nodes)");
-  }
-}
-
 }  // namespace
 
 void resume_from_checkpoint(TrainingRun& run) {
@@ -64,7 +50,6 @@ void resume_from_checkpoint(TrainingRun& run) {
     if (io::list_checkpoints(c.checkpoint_dir).empty() &&
         !std::filesystem::exists(std::filesystem::path(c.checkpoint_dir) / kLegacyCheckpointFileName)) {
       run.out << "--resume auto: no checkpoint in " << c.checkpoint_dir << " yet; starting from the beginning\n";
-      check_ranks_resume_together(run);
       return;
     }
     path = c.checkpoint_dir;
@@ -72,7 +57,6 @@ void resume_from_checkpoint(TrainingRun& run) {
   const CheckpointLocation location = locate_checkpoint(path);
   std::ostream& warnings = run.rank == 0 ? std::cerr : run.silent;
   run.position = load_checkpoint(location, c.model, *run.model, *run.optimizer, warnings);
-  check_ranks_resume_together(run);
   default_generator().set_state(run.position.rng_seed, run.position.rng_offset);
   run.out << "resumed from " << location.directory << " at epoch " << run.position.epoch + 1 << ", step "
           << run.position.step << "\n";
