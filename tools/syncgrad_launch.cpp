@@ -33,7 +33,12 @@ std::unique_ptr<syncgrad::distributed::TCPStoreServer> serve_store(const launch:
     try {
       return std::make_unique<syncgrad::distributed::TCPStoreServer>(store.host, store.port, store.token);
     } catch (const syncgrad::Error& e) {
-      if (!retry || std::chrono::steady_clock::now() >= give_up) throw;
+      if (!retry) throw;
+      if (std::chrono::steady_clock::now() >= give_up) {
+        throw launch::LaunchError("cannot serve the job's store again for the restart on --master-port " +
+                                  std::to_string(store.port) + " (still in use after 30 s): " + e.what() +
+                                  "; leave --master-port out to get a free port on every attempt");
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }

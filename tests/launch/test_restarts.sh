@@ -80,6 +80,18 @@ check "sigterm: the launcher exits 143" test $status -eq 143
 check "sigterm: no restart" lacks "restarting" "$tmp/err"
 check "sigterm: attempt 0 only" lacks "attempt 1" "$tmp/out"
 
+# SIGTERM while the ranks are being stopped after a failure: no restart either, the failure's status.
+"$launch" --nproc-per-node 2 --max-restarts 3 --grace-period 30 sh -c "echo \"attempt \$SYNCGRAD_RESTART_COUNT\"
+  if [ \$RANK = 1 ]; then until [ -e $tmp/stubborn ]; do sleep 0.01; done; exit 4; fi
+  trap '' TERM; touch $tmp/stubborn; sleep 60" >"$tmp/out" 2>"$tmp/err" &
+victim=$!
+check "sigterm while stopping: rank 1 failed" wait_for 30 grep -q "stopping the other 1 rank" "$tmp/err"
+kill -TERM $victim
+wait $victim; status=$?; victim=""
+check "sigterm while stopping: the failing rank's status (4)" test $status -eq 4
+check "sigterm while stopping: no restart" lacks "restarting" "$tmp/err"
+check "sigterm while stopping: attempt 0 only" lacks "attempt 1" "$tmp/out"
+
 # syncgrad-train under --max-restarts 2 on a fixed --master-port (bound again for the restart): rank 1 is killed
 # -9 once, after the first checkpoint (every save is held 200 ms, so the kill lands before the run ends).
 for i in $(seq 150); do echo "a rolling stone gathers no moss, number $((i % 5))."; done >"$tmp/text"
@@ -97,6 +109,7 @@ EOF
 chmod +x "$tmp/rank.sh"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null)
 port_flag=(); if [ -n "$port" ]; then port_flag=(--master-port "$port"); fi
+echo "train: ${port:+fixed --master-port $port, bound again for the restart}${port:-a free port per attempt (no python3)}"
 SYNCGRAD_TEST_SAVE_DELAY_MS=200 "$launch" --nproc-per-node 2 --max-restarts 2 "${port_flag[@]}" "$tmp/rank.sh" \
   "${args[@]}" --resume auto --checkpoint-dir "$dir" >"$tmp/train.log" 2>&1; status=$?
 grep -v "step " "$tmp/train.log" | tail -8
