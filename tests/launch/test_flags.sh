@@ -8,7 +8,7 @@ launch=$(realpath "$1")
 
 help=$("$launch" --help); status=$?
 check "--help succeeds" test $status -eq 0
-for flag in --nproc-per-node --nnodes --node-rank --master-addr --master-port --grace-period --token --timeout \
+for flag in --nproc-per-node --nnodes --node-rank --master-addr --master-port --grace-period --max-restarts --token --timeout \
   --rendezvous-timeout SYNCGRAD_JOB_ID PROGRAM; do
   check "--help mentions $flag" grep -q -- "$flag" <<<"$help"
 done

@@ -14,6 +14,7 @@
 #include "tools/launch/line_prefixer.h"
 #include "tools/launch/options.h"
 #include "tools/launch/rank_env.h"
+#include "tools/launch/restart_policy.h"
 #include "tools/launch/sha256.h"
 #include "tools/launch/token.h"
 #include "tools/launch/wait_status.h"
@@ -85,6 +86,11 @@ TEST_CASE("rank_environment: torchrun's variables, the store and one thread per 
   CHECK(has(env, "SYNCGRAD_TIMEOUT=3"));
   CHECK_FALSE(has(env, "SYNCGRAD_TIMEOUT=99"));
   CHECK(has(env, "SYNCGRAD_RENDEZVOUS_TIMEOUT=2.5"));
+  CHECK(has(env, "SYNCGRAD_RESTART_COUNT=0"));
+  base.push_back("SYNCGRAD_RESTART_COUNT=7");
+  env = rank_environment(base, o, 0, {"10.0.0.1", 29500, "tok"}, "sg-job", 2);
+  CHECK(has(env, "SYNCGRAD_RESTART_COUNT=2"));
+  CHECK_FALSE(has(env, "SYNCGRAD_RESTART_COUNT=7"));
 }
 
 TEST_CASE("check_flags: defaults, values and errors") {
@@ -195,4 +201,40 @@ TEST_CASE("wait statuses in words and as exit codes") {
   CHECK(WIFSIGNALED(killed));
   CHECK(describe_wait_status(killed) == "was killed by SIGKILL (signal 9)");
   CHECK(exit_code_of(killed) == 137);
+}
+
+TEST_CASE("decide_restart: a failure restarts while restarts remain; 75, a stop signal or success never") {
+  const int exit3 = 3 << 8, exit75 = 75 << 8, killed = SIGKILL;
+  RestartDecision d = decide_restart({1, exit3, false}, 0, 2);
+  CHECK(d.restart);
+  CHECK(d.message == "rank 1 exited with status 3; restarting all ranks (restart 1 of 2)");
+  CHECK(decide_restart({0, killed, false}, 1, 2).message ==
+        "rank 0 was killed by SIGKILL (signal 9); restarting all ranks (restart 2 of 2)");
+  d = decide_restart({1, exit3, false}, 2, 2);
+  CHECK_FALSE(d.restart);
+  CHECK(d.message == "rank 1 exited with status 3; restarts exhausted (2 of 2 used, --max-restarts 2); exiting with "
+                     "status 3");
+  CHECK(decide_restart({1, exit3, false}, 0, 0).message.empty());  // the default: nothing changes
+  for (const AttemptEnd& end : {AttemptEnd{1, exit75, false}, AttemptEnd{1, exit3, true}, AttemptEnd{}}) {
+    d = decide_restart(end, 0, 3);
+    CHECK_FALSE(d.restart);
+    CHECK(d.message.empty());
+  }
+}
+
+TEST_CASE("check_flags: --max-restarts") {
+  LaunchFlags f;
+  CHECK(check_flags(f, {"prog"}).max_restarts == 0);
+  f.max_restarts = "3";
+  CHECK(check_flags(f, {"prog"}).max_restarts == 3);
+  for (const char* bad : {"-1", "abc", "1e9", "10001", ""}) {
+    f.max_restarts = bad;
+    check_error<UsageError>([&] { check_flags(f, {"prog"}); },
+                            {"--max-restarts " + std::string(bad) + ": expected an integer 0..10000"});
+  }
+  f.max_restarts = "1";
+  f.nnodes = "2";
+  f.master_addr = "10.0.0.1";
+  f.master_port = "29500";
+  check_error<UsageError>([&] { check_flags(f, {"prog"}); }, {"restarts are single-node for now"});
 }

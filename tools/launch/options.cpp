@@ -15,6 +15,7 @@ namespace syncgrad::launch {
 namespace {
 
 constexpr long long kMaxCount = 1 << 20;
+constexpr long long kMaxRestarts = 10000;
 
 std::optional<long long> parse_int(std::string_view text) {
   long long value = 0;
@@ -65,6 +66,13 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.add_option("--grace-period", flags.grace_period, "seconds between SIGTERM and SIGKILL when the ranks are stopped")
       ->type_name("SECONDS")
       ->capture_default_str();
+  app.add_option("--max-restarts", flags.max_restarts,
+                 "times to stop and start all ranks again when one fails (not when one exits 75, preempted, nor on "
+                 "a signal to syncgrad-launch); each attempt's ranks get SYNCGRAD_RESTART_COUNT (0 on the first) and "
+                 "a fresh store, and resume from their own checkpoints (e.g. syncgrad-train --resume auto); one node "
+                 "only for now")
+      ->type_name("N")
+      ->capture_default_str();
   app.add_option_function<std::string>(
          "--token", [&flags](const std::string& token) { flags.token = token; },
          "the job's store token, the same for every node's launcher (default: a fresh random one on one node, "
@@ -84,7 +92,7 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.footer(
       "PROGRAM ARGS... runs once per rank (found via PATH), with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
       "GROUP_RANK, MASTER_ADDR, MASTER_PORT, SYNCGRAD_STORE_TOKEN, SYNCGRAD_STORE_SERVED=1, SYNCGRAD_JOB_ID (the "
-      "job's id, derived from the token, unless set) and OMP_NUM_THREADS=1 (unless set) in its environment and "
+      "job's id, derived from the token, unless set), SYNCGRAD_RESTART_COUNT and OMP_NUM_THREADS=1 (unless set) in its environment and "
       "stdin at /dev/null. Each output line is prefixed with [rankN]. When a rank fails the others are stopped and "
       "syncgrad-launch exits with the failing rank's status (128+signal when it was killed); when syncgrad-launch "
       "itself is killed, its ranks die with it. Use -- before a PROGRAM whose name starts with '-'.");
@@ -120,6 +128,12 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
                  UsageError, "--grace-period ", flags.grace_period,
                  ": expected seconds between 0 and 86400, e.g. --grace-period 5");
   o.grace_period = std::chrono::milliseconds(static_cast<long long>(std::llround(grace * 1000)));
+  o.max_restarts = check_int("--max-restarts", flags.max_restarts, 0, kMaxRestarts,
+                             "the times all ranks are started again after a failure, e.g. --max-restarts 3");
+  SYNCGRAD_CHECK(o.max_restarts == 0 || o.nnodes == 1, UsageError, "--max-restarts ", flags.max_restarts,
+                 " with --nnodes ", flags.nnodes,
+                 ": restarts are single-node for now (every node would have to restart together); use --nnodes 1, "
+                 "or --max-restarts 0 and restart the job from its checkpoints");
   SYNCGRAD_CHECK(
       !flags.token || !flags.token->empty(), UsageError,
       "--token is empty; pass the same non-empty token to every node's launcher, e.g. --token $(openssl rand -hex 16)");

@@ -19,6 +19,7 @@ struct LaunchFlags {
   std::string master_addr;
   std::string master_port;
   std::string grace_period = "5";
+  std::string max_restarts = "0";
   std::optional<std::string> token;
   std::optional<std::string> timeout;
   std::optional<std::string> rendezvous_timeout;
@@ -31,6 +32,7 @@ struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
   uint16_t master_port = 0;                      // 0: node 0 serves the store on a free port (one node only)
   std::chrono::milliseconds grace_period{5000};  // between SIGTERM and SIGKILL when stopping the ranks
+  int max_restarts = 0;                          // times all ranks are started again after one failed (one node)
   std::optional<std::string> token;              // --token
   // --timeout / --rendezvous-timeout in seconds as given (checked), exported to the ranks as SYNCGRAD_TIMEOUT /
   // SYNCGRAD_RENDEZVOUS_TIMEOUT; unset: the ranks keep what the launcher's environment says, else their defaults.

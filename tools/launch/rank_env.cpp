@@ -1,5 +1,5 @@
 // Builds each rank's environment from the launcher's: torchrun's variables, the store's address and token, the
-// job's id and the timeouts given on the command line.
+// job's id, the attempt (restart count) and the timeouts given on the command line.
 #include "tools/launch/rank_env.h"
 
 #include <map>
@@ -15,7 +15,8 @@ std::string name_of(const std::string& entry) { return entry.substr(0, entry.fin
 }  // namespace
 
 std::vector<std::string> rank_environment(const std::vector<std::string>& base, const LaunchOptions& options,
-                                          int local_rank, const StoreAddress& store, const std::string& job_id) {
+                                          int local_rank, const StoreAddress& store, const std::string& job_id,
+                                          int restart_count) {
   int rank = options.node_rank * options.nproc_per_node + local_rank;
   std::map<std::string, std::string> set = {
       {"RANK", std::to_string(rank)},
@@ -31,6 +32,7 @@ std::vector<std::string> rank_environment(const std::vector<std::string>& base, 
       {"MASTER_PORT", std::to_string(store.port)},
       {"SYNCGRAD_STORE_TOKEN", store.token},
       {"SYNCGRAD_STORE_SERVED", "1"},
+      {"SYNCGRAD_RESTART_COUNT", std::to_string(restart_count)},
   };
   if (!job_id.empty()) set["SYNCGRAD_JOB_ID"] = job_id;
   if (options.timeout) set["SYNCGRAD_TIMEOUT"] = *options.timeout;

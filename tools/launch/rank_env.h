@@ -19,10 +19,12 @@ struct StoreAddress {
 // `base` is "NAME=value" entries (the launcher's environ). Sets RANK, LOCAL_RANK, WORLD_SIZE,
 // LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE, ROLE_NAME, MASTER_ADDR,
 // MASTER_PORT, SYNCGRAD_STORE_TOKEN, SYNCGRAD_STORE_SERVED=1, SYNCGRAD_JOB_ID=job_id (unless empty),
+// SYNCGRAD_RESTART_COUNT=restart_count (the attempt: 0 on the first, see --max-restarts),
 // SYNCGRAD_TIMEOUT and SYNCGRAD_RENDEZVOUS_TIMEOUT when options give them, and OMP_NUM_THREADS=1 unless base
 // sets it.
 std::vector<std::string> rank_environment(const std::vector<std::string>& base, const LaunchOptions& options,
-                                          int local_rank, const StoreAddress& store, const std::string& job_id = {});
+                                          int local_rank, const StoreAddress& store, const std::string& job_id = {},
+                                          int restart_count = 0);
 
 // The calling process's environment as "NAME=value" entries.
 std::vector<std::string> current_environment();

@@ -121,9 +121,13 @@ void Supervisor::on_exit(Rank& r, int status) {
   r.running = false;
   for (int stream : {0, 1}) read_output(r, stream, true);
   // A rank that saved and stopped on the forwarded signal: the job exits "preempted, resumable" (75), not 128+sig.
-  if (stop_signal_ != 0 && exit_code_of(status) == distributed::kPreemptedExitStatus) failure_status_ = status;
+  if (stop_signal_ != 0 && exit_code_of(status) == distributed::kPreemptedExitStatus) {
+    failure_status_ = status;
+    failed_rank_ = r.rank;
+  }
   if (!failed(status) || stopping_) return;
   failure_status_ = status;
+  failed_rank_ = r.rank;
   stop("rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ") " + describe_wait_status(status),
        "the other ");
 }
@@ -142,6 +146,7 @@ void Supervisor::reap() {
 
 void Supervisor::on_signal(int sig) {
   std::string name = std::string("SIG") + (sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+  got_stop_signal_ = true;
   if (!stopping_) {
     stop_signal_ = sig;
     stop("got " + name, "");

@@ -35,6 +35,12 @@ class Supervisor {
   // stopped by a signal.
   int run();
 
+  // After run(): the first failing rank and its wait status (none when every rank succeeded), and whether the
+  // launcher got a stop signal (SIGINT, SIGTERM, SIGHUP) at any time -- then the job must not be restarted.
+  std::optional<int> failed_rank() const { return failed_rank_; }
+  std::optional<int> failure_status() const { return failure_status_; }
+  bool got_stop_signal() const { return got_stop_signal_; }
+
  private:
   struct Rank {
     int rank = 0;
@@ -60,6 +66,8 @@ class Supervisor {
   bool killed_ = false;
   Clock::time_point kill_at_;
   std::optional<int> failure_status_;  // wait status of the first failing rank
+  std::optional<int> failed_rank_;     // its global rank
+  bool got_stop_signal_ = false;       // any stop signal, even one that came while already stopping
   int stop_signal_ = 0;                // the signal that stopped the launcher
 };
 
