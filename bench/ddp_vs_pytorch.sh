@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# DDP scaling on this machine: syncgrad's DistributedDataParallel and PyTorch's (Debian python3-torch 1.13 over
-# gloo, libblas at OpenBLAS) on the same models, batch 64 per rank, one thread per rank, world sizes 1 and 2,
+# DDP scaling on this machine: syncgrad's DistributedDataParallel and PyTorch's (bench/peer.sh: PyTorch 2.x
+# from PyPI by default, over gloo) on the same models, batch 64 per rank, one thread per rank, world sizes 1 and 2,
 # alternating the two frameworks; then syncgrad's bucket-size sweep and overlap off at world size 2.
 # Usage: bench/ddp_vs_pytorch.sh [mlp_steps=300] [cnn_steps=40]   (after scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mlp_steps=${1:-300}; cnn_steps=${2:-40}
-openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
+. bench/peer.sh
 build=${SYNCGRAD_BUILD_DIR:-build}
 launch=$build/tools/syncgrad-launch
 ours() {  # model world steps [extra flags]
@@ -15,7 +15,7 @@ ours() {  # model world steps [extra flags]
     sed 's/^\[rank0\]: //'
 }
 theirs() {  # model world steps
-  echo "torch $1 world $2: $(OMP_NUM_THREADS=1 LD_LIBRARY_PATH="$openblas" /usr/bin/python3 bench/torch_ddp.py "$1" "$3" "$2")"
+  echo "torch $1 world $2: $(run_peer bench/torch_ddp.py "$1" "$3" "$2")"
 }
 for model in mlp cnn; do
   steps=$mlp_steps; [ "$model" = cnn ] && steps=$cnn_steps

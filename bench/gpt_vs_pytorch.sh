@@ -3,17 +3,14 @@
 # (bench/torch_gpt.py: same architecture, GPT-2 initialisation, AdamW, same text, batch and context), one
 # thread each, alternating the two programs (A B A B ...) and quoting the median ratio. syncgrad's figure is
 # the rate of its last progress window (steps after the first window, so start-up and first-touch costs stay
-# out); PyTorch's is timed after 10 warm-up steps. PyTorch: Debian's python3-torch 1.13 with libblas.so.3 at
-# OpenBLAS (libopenblas0-pthread) through LD_LIBRARY_PATH, from scripts/setup-crosscheck.sh's venv.
+# out); PyTorch's is timed after 10 warm-up steps. PyTorch: bench/peer.sh (PyTorch 2.x from PyPI by default;
+# SYNCGRAD_PEER=debian for Debian's 1.13 with OpenBLAS).
 # Usage: bench/gpt_vs_pytorch.sh [pairs=3] [steps=40] [batch=64] [model_config=""] [text=/usr/share/games/fortunes]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-3}; steps=${2:-40}; batch=${3:-64}; config=${4:-}; text=${5:-/usr/share/games/fortunes}
 build=${BUILD:-build}
-python=build/crosscheck-venv/bin/python
-openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
-[ -x "$python" ] || { echo "run scripts/setup-crosscheck.sh first"; exit 1; }
-[ -e "$openblas/libblas.so.3" ] || { echo "install libopenblas0-pthread for a fair PyTorch baseline"; exit 1; }
+. bench/peer.sh
 [ -e "$text" ] || { echo "no text at $text: apt-get install fortunes, or pass a text file"; exit 1; }
 half=$((steps / 2))
 ours() {  # tokens/s of the second progress window
@@ -22,7 +19,7 @@ ours() {  # tokens/s of the second progress window
     sed -n 's/.*  \([0-9]*\) tokens\/s .*/\1/p' | tail -n 1
 }
 theirs() {
-  OMP_NUM_THREADS=1 LD_LIBRARY_PATH="$openblas" "$python" bench/torch_gpt.py train "$half" "$text" "$batch" "$config" |
+  run_peer bench/torch_gpt.py train "$half" "$text" "$batch" "$config" |
     sed -n 's/tokens\/s \([0-9]*\) .*/\1/p'
 }
 echo "GPT ${config:-default config}, batch $batch, 1 thread each; load average: $(cut -d' ' -f1-3 /proc/loadavg)"

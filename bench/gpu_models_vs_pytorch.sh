@@ -92,9 +92,9 @@ EOF
 if [ -n "${SYNCGRAD_TORCH_PYTHON:-}" ]; then
   candidates=("$SYNCGRAD_TORCH_PYTHON")
 elif [ "$device" = cpu ]; then
-  candidates=(build/crosscheck-venv/bin/python python3 /usr/bin/python3)
+  candidates=(build/peer-venv/bin/python build/crosscheck-venv/bin/python python3 /usr/bin/python3)
 else
-  candidates=(python3 /usr/bin/python3)
+  candidates=(build/peer-venv/bin/python python3 /usr/bin/python3)
 fi
 python=""
 reasons=()

@@ -4,26 +4,21 @@
 # thread (--workers 0), random crop + flip + normalisation, SGD lr 0.05 momentum 0.9. There is no CIFAR-10
 # download here, so both read a CIFAR-10-format data set of random images written to a temporary directory
 # (data_batch_1..5.bin with 400 images each, test_batch.bin with 100). The two programs alternate (A B A B ...)
-# and the median ratio is quoted; each rate leaves out the first 2 steps. PyTorch: Debian's python3-torch 1.13
-# with libblas.so.3 pointed at OpenBLAS (libopenblas0-pthread), from the cross-check venv of
-# scripts/setup-crosscheck.sh.
+# and the median ratio is quoted; each rate leaves out the first 2 steps. PyTorch: bench/peer.sh (PyTorch 2.x
+# from PyPI by default, scripts/setup-peers.sh; SYNCGRAD_PEER=debian for Debian's 1.13 with OpenBLAS).
 # Usage: bench/resnet_vs_pytorch.sh [pairs=3] [resnet20_steps=10] [resnet18_steps=6]
-# Environment: SYNCGRAD_BUILD (default build) holds tools/syncgrad-train; SYNCGRAD_VENV (default
-# build/crosscheck-venv) the Python with torch.
+# Environment: SYNCGRAD_BUILD (default build) holds tools/syncgrad-train.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-3}; r20_steps=${2:-10}; r18_steps=${3:-6}
 warmup=2
 build=${SYNCGRAD_BUILD:-build}
-python=${SYNCGRAD_VENV:-build/crosscheck-venv}/bin/python
-openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
 [ -x "$build/tools/syncgrad-train" ] || { echo "build syncgrad-train first ($build/tools/syncgrad-train)"; exit 1; }
-[ -x "$python" ] || { echo "run scripts/setup-crosscheck.sh first"; exit 1; }
-[ -e "$openblas/libblas.so.3" ] || { echo "install libopenblas0-pthread for a fair PyTorch baseline"; exit 1; }
+. bench/peer.sh
 
 data=$(mktemp -d)
 trap 'rm -rf "$data"' EXIT
-"$python" - "$data" <<'EOF'
+"$peer_python" - "$data" <<'EOF'
 import random, sys
 rng = random.Random(0)
 def write(name, n):
@@ -48,7 +43,7 @@ ours() {  # images/s over steps warmup+1 .. warmup+steps, from the elapsed times
   rm -f "$data/log.csv"
 }
 theirs() {
-  OMP_NUM_THREADS=1 LD_LIBRARY_PATH="$openblas" "$python" bench/torch_resnet.py "$1" "$3" "$data" "$2" "$warmup" |
+  run_peer bench/torch_resnet.py "$1" "$3" "$data" "$2" "$warmup" |
     sed -n 's/samples\/s \([0-9.]*\) .*/\1/p'
 }
 

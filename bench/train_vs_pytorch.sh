@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Training throughput of syncgrad-train beside PyTorch on the same models and hyperparameters, alternating the
-# two programs (A B A B ...) and quoting the median ratio. PyTorch: Debian's python3-torch 1.13 with
-# libblas.so.3 pointed at OpenBLAS (libopenblas0-pthread) through LD_LIBRARY_PATH, from the cross-check venv of
-# scripts/setup-crosscheck.sh. With --amp bf16 both sides train under bfloat16 autocast (syncgrad-train --amp
-# bf16; torch.autocast('cpu', dtype=torch.bfloat16)), and each pair also runs syncgrad in float32 first, for
-# the bfloat16 speed-up in the same run. SYNCGRAD_BUILD_DIR picks the build (default build/).
+# two programs (A B A B ...) and quoting the median ratio. PyTorch: bench/peer.sh (PyTorch 2.x from PyPI by
+# default, scripts/setup-peers.sh; SYNCGRAD_PEER=debian for Debian's 1.13 with OpenBLAS). With --amp bf16 both
+# sides train under bfloat16 autocast (syncgrad-train --amp bf16; torch.autocast('cpu', dtype=torch.bfloat16)),
+# and each pair also runs syncgrad in float32 first, for the bfloat16 speed-up in the same run.
+# SYNCGRAD_BUILD_DIR picks the build (default build/).
 # Usage: bench/train_vs_pytorch.sh [--amp off|bf16] [pairs=3] [mlp_steps=900] [cnn_steps=150]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,16 +14,13 @@ case "$amp" in off|bf16) ;; *) echo "--amp: off or bf16, not '$amp'"; exit 1 ;; 
 pairs=${1:-3}; mlp_steps=${2:-900}; cnn_steps=${3:-150}
 build=${SYNCGRAD_BUILD_DIR:-build}
 data=${SYNCGRAD_DATA_DIR:-/usr/share/datasets/fashion-mnist}
-python=build/crosscheck-venv/bin/python
-openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
-[ -x "$python" ] || { echo "run scripts/setup-crosscheck.sh first"; exit 1; }
-[ -e "$openblas/libblas.so.3" ] || { echo "install libopenblas0-pthread for a fair PyTorch baseline"; exit 1; }
+. bench/peer.sh
 ours() {  # samples/s and peak RSS of syncgrad-train over the given steps (its own timing excludes start-up)
   "$build"/tools/syncgrad-train --model "$1" --max-steps "$2" --log-every 100000 --data-dir "$data" --amp "${3:-$amp}" |
     sed -n 's/.* \([0-9]*\) samples\/s.*peak RSS \([0-9.]*\) MiB/\1 \2/p'
 }
 theirs() {
-  OMP_NUM_THREADS=1 LD_LIBRARY_PATH="$openblas" "$python" bench/torch_train.py "$1" "$2" "$data" --amp "$amp" |
+  run_peer bench/torch_train.py "$1" "$2" "$data" --amp "$amp" |
     sed -n 's/samples\/s \([0-9]*\) peak_rss_mib \([0-9]*\)/\1 \2/p'
 }
 echo "amp $amp, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"

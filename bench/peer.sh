@@ -1,0 +1,23 @@
+# shellcheck shell=bash
+# The PyTorch that bench/*_vs_pytorch.sh compare against (sourced by them, from the repository root).
+# Default: PyTorch 2.x from PyPI in build/peer-venv (scripts/setup-peers.sh; MKL and oneDNN inside the wheel).
+# SYNCGRAD_PEER=debian: Debian's python3-torch 1.13 with libblas.so.3 at OpenBLAS, from
+# scripts/setup-crosscheck.sh's venv -- the peer of the older figures in docs/BENCHMARKS.md.
+# Defines run_peer (runs python with the peer's environment, one thread) and peer_python; prints the peer line.
+case "${SYNCGRAD_PEER:-pypi}" in
+  pypi)
+    peer_python=build/peer-venv/bin/python
+    [ -x "$peer_python" ] || { echo "no PyTorch 2.x peer: run scripts/setup-peers.sh (or SYNCGRAD_PEER=debian)"; exit 1; }
+    peer_env=(OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
+    ;;
+  debian)
+    peer_python=build/crosscheck-venv/bin/python
+    openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
+    [ -x "$peer_python" ] || { echo "run scripts/setup-crosscheck.sh first"; exit 1; }
+    [ -e "$openblas/libblas.so.3" ] || { echo "install libopenblas0-pthread for a fair Debian PyTorch baseline"; exit 1; }
+    peer_env=(OMP_NUM_THREADS=1 LD_LIBRARY_PATH="$openblas")
+    ;;
+  *) echo "SYNCGRAD_PEER='$SYNCGRAD_PEER': pypi (PyTorch 2.x, the default) or debian (python3-torch 1.13)"; exit 1 ;;
+esac
+run_peer() { env "${peer_env[@]}" "$peer_python" "$@"; }
+run_peer bench/peer_info.py
