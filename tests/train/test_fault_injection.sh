@@ -24,7 +24,7 @@ RANDOM=$seed
 pick() { picked=$(( (RANDOM >> 6) % $1 )); }  # picked = 0..n-1 (bash's low bits are poor)
 tmp=$(mktemp -d)
 job=""
-cleanup() { if [ -n "$job" ]; then kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null; fi; rm -rf "$tmp"; }
+cleanup() { if [ -n "$job" ]; then kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null; fi; [ -n "${KEEP:-}" ] || rm -rf "$tmp"; }
 trap cleanup EXIT
 
 be32() { printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 >> 24 & 255)) $(($1 >> 16 & 255)) $(($1 >> 8 & 255)) $(($1 & 255)); }
@@ -39,10 +39,12 @@ subset train-images-idx3-ubyte 8192 784; subset train-labels-idx1-ubyte 8192 1
 subset t10k-images-idx3-ubyte 256 784; subset t10k-labels-idx1-ubyte 256 1
 
 # The rank wrapper records each attempt's pids and the newest complete checkpoint when it starts (the previous
-# attempt's ranks have all ended), and holds the saves of the attempt whose kill lands in a write.
+# attempt's ranks have all ended; a step directory under its final name is complete, and `latest` may lag behind
+# it when the kill came between the rename and the link), and holds the saves of the attempt whose kill lands in
+# a write.
 cat >"$tmp/rank.sh" <<EOF
 #!/bin/sh
-readlink "\$FAULT_CHECKPOINT_DIR/latest" >"$tmp/pids/\$SYNCGRAD_RESTART_COUNT.latest"
+ls -d "\$FAULT_CHECKPOINT_DIR"/step-* 2>/dev/null | grep -E '/step-[0-9]+\$' | sort | tail -n 1 >"$tmp/pids/\$SYNCGRAD_RESTART_COUNT.newest"
 echo \$\$ >"$tmp/pids/\$SYNCGRAD_RESTART_COUNT.\$RANK"
 if [ "\$SYNCGRAD_RESTART_COUNT" = "\$(cat "$tmp/write_attempt")" ]; then export SYNCGRAD_TEST_SAVE_DELAY_MS=400; fi
 exec "\$@"
@@ -56,6 +58,7 @@ last_step_since() {  # the step of rank 0's last progress line after offset
   tail -c +$(($1 + 1)) "$tmp/job.log" | grep -o '^\[rank0\]: epoch .* step [0-9]*' | tail -n 1 | grep -o '[0-9]*$'
 }
 exists() { compgen -G "$1" >/dev/null; }
+said() { grep -qF -- "$1" <<<"$2" || { echo "  expected '$1', got '$2'"; return 1; }; }
 ended() { ! kill -0 "$job" 2>/dev/null; }
 # until_or_ended seconds command...: true once command succeeds; false when the job ended first or time is up.
 until_or_ended() {
@@ -106,13 +109,13 @@ run_with_faults() {
   check "$name: three restarts, each announced" test "$(grep -c 'restarting all ranks (restart [123] of 3)' "$tmp/job.log")" -eq 3
   local starts; starts=$(grep -E '^\[rank0\]: (resumed from|--resume auto: no checkpoint)' "$tmp/job.log")
   for attempt in 1 2 3; do
-    local newest; newest=$(cat "$tmp/pids/$attempt.latest" 2>/dev/null)
+    local newest; newest=$(cat "$tmp/pids/$attempt.newest" 2>/dev/null)
     local want="--resume auto: no checkpoint in $dir yet"
-    if [ -n "$newest" ]; then want="resumed from $dir/$newest at"; fi
+    if [ -n "$newest" ]; then want="resumed from $newest at"; newest=${newest##*/}; fi
     local what="began again (no checkpoint yet)"
     if [ -n "$newest" ]; then what="resumed from the newest complete checkpoint, $newest"; fi
     check "$name, attempt $attempt: $what" \
-      grep -qF -- "[rank0]: $want" <<<"$(sed -n "$((attempt + 1))p" <<<"$starts")"
+      said "[rank0]: $want" "$(sed -n "$((attempt + 1))p" <<<"$starts")"
   done
   check "$name: the restarts after the two kills between saves resumed from checkpoints" \
     test "$(grep -c "^\[rank0\]: resumed from $dir/step-" "$tmp/job.log")" -ge 2
