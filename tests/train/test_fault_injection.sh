@@ -58,6 +58,10 @@ last_step_since() {  # the step of rank 0's last progress line after offset
   tail -c +$(($1 + 1)) "$tmp/job.log" | grep -o '^\[rank0\]: epoch .* step [0-9]*' | tail -n 1 | grep -o '[0-9]*$'
 }
 exists() { compgen -G "$1" >/dev/null; }
+all_started() {  # all_started attempt ranks: every rank of the attempt has written its pid
+  local r
+  for r in $(seq 0 $(($2 - 1))); do [ -s "$tmp/pids/$1.$r" ] || return 1; done
+}
 said() { grep -qF -- "$1" <<<"$2" || { echo "  expected '$1', got '$2'"; return 1; }; }
 ended() { ! kill -0 "$job" 2>/dev/null; }
 # until_or_ended seconds command...: true once command succeeds; false when the job ended first or time is up.
@@ -79,7 +83,7 @@ run_with_faults() {
     --checkpoint-dir "$dir" >"$tmp/job.log" 2>&1 &
   job=$!
   for attempt in 0 1 2; do
-    if ! until_or_ended 120 test -s "$tmp/pids/$attempt.$((ranks - 1))"; then
+    if ! until_or_ended 120 all_started "$attempt" "$ranks"; then
       echo "$name: attempt $attempt never started"; tail -n 20 "$tmp/job.log"; break
     fi
     offset=$(wc -c <"$tmp/job.log")
