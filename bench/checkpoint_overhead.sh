@@ -46,7 +46,8 @@ echo "A/B: median overhead $(printf '%s\n' "${overheads[@]}" | median)% (target 
 # Direct: save times and step times from the stamped B runs (rank 0's lines).
 cat "$work"/b*.log | awk '
   / \[rank0\]: epoch .* step [0-9]+\// { match($0, /step [0-9]+/); s = substr($0, RSTART + 5, RLENGTH - 5)
-                                         if (prev != "" && !saved) print "step", $1 - prev; prev = $1; at[s] = $1; saved = 0 }
+                                         if (prev != "" && !saved) print "step", $1 - prev
+                                         prev = $1; at[s] = $1; saved = 0 }
   / \[rank0\]: checkpoint saved .*\(step [0-9]+\)/ { match($0, /\(step [0-9]+/); s = substr($0, RSTART + 6, RLENGTH - 6)
                                          if (s in at) print "save", $1 - at[s]; saved = 1 }' >"$work/direct"
 save_ms=$(awk '$1 == "save" {print 1000 * $2}' "$work/direct" | median)

@@ -24,10 +24,15 @@ RANDOM=$seed
 pick() { picked=$(( (RANDOM >> 6) % $1 )); }  # picked = 0..n-1 (bash's low bits are poor)
 tmp=$(mktemp -d)
 job=""
-cleanup() { if [ -n "$job" ]; then kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null; fi; [ -n "${KEEP:-}" ] || rm -rf "$tmp"; }
+cleanup() {  # KEEP=1 keeps the files for a look after a failure
+  if [ -n "$job" ]; then kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null; fi
+  if [ -z "${KEEP:-}" ]; then rm -rf "$tmp"; else echo "kept $tmp"; fi
+}
 trap cleanup EXIT
 
-be32() { printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 >> 24 & 255)) $(($1 >> 16 & 255)) $(($1 >> 8 & 255)) $(($1 & 255)); }
+be32() {  # be32 n: printf's escapes for n as 4 big-endian bytes
+  printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 >> 24 & 255)) $(($1 >> 16 & 255)) $(($1 >> 8 & 255)) $(($1 & 255))
+}
 subset() {  # subset name count item_bytes: the first count items of an IDX file of Fashion-MNIST, uncompressed
   local from; from=$(ls "$src/$1"* | head -n 1)
   local header=$(( $3 == 1 ? 8 : 16 ))
@@ -44,7 +49,8 @@ subset t10k-images-idx3-ubyte 256 784; subset t10k-labels-idx1-ubyte 256 1
 # a write.
 cat >"$tmp/rank.sh" <<EOF
 #!/bin/sh
-ls -d "\$FAULT_CHECKPOINT_DIR"/step-* 2>/dev/null | grep -E '/step-[0-9]+\$' | sort | tail -n 1 >"$tmp/pids/\$SYNCGRAD_RESTART_COUNT.newest"
+ls -d "\$FAULT_CHECKPOINT_DIR"/step-* 2>/dev/null | grep -E '/step-[0-9]+\$' | sort | tail -n 1 \\
+  >"$tmp/pids/\$SYNCGRAD_RESTART_COUNT.newest"
 echo \$\$ >"$tmp/pids/\$SYNCGRAD_RESTART_COUNT.\$RANK"
 if [ "\$SYNCGRAD_RESTART_COUNT" = "\$(cat "$tmp/write_attempt")" ]; then export SYNCGRAD_TEST_SAVE_DELAY_MS=400; fi
 exec "\$@"
@@ -79,8 +85,8 @@ run_with_faults() {
   local dir="$tmp/$name" write_attempt attempt rank lines offset pid landed picked
   pick 3; write_attempt=$picked
   rm -rf "$tmp/pids"; mkdir "$tmp/pids"; echo "$write_attempt" >"$tmp/write_attempt"
-  FAULT_CHECKPOINT_DIR="$dir" "$launch" --nproc-per-node "$ranks" --max-restarts 3 "$tmp/rank.sh" "$train" "$@" --resume auto \
-    --checkpoint-dir "$dir" >"$tmp/job.log" 2>&1 &
+  FAULT_CHECKPOINT_DIR="$dir" "$launch" --nproc-per-node "$ranks" --max-restarts 3 "$tmp/rank.sh" "$train" "$@" \
+    --resume auto --checkpoint-dir "$dir" >"$tmp/job.log" 2>&1 &
   job=$!
   for attempt in 0 1 2; do
     if ! until_or_ended 120 all_started "$attempt" "$ranks"; then
@@ -94,8 +100,8 @@ run_with_faults() {
       fi
       kill -KILL "$pid"
       landed=$(cd "$dir" && compgen -G "step-*.tmp.$pid.*" | head -n 1)
-      check "$name, attempt $attempt: rank 0 killed -9 inside its write of ${landed%%.tmp.*} (its temporary directory stayed)" \
-        test -n "$landed"
+      local what="rank 0 killed -9 inside its write of ${landed%%.tmp.*} (its temporary directory stayed)"
+      check "$name, attempt $attempt: $what" test -n "$landed"
     else
       pick "$ranks"; rank=$picked
       pick 6; lines=$((picked + 3))
@@ -104,13 +110,15 @@ run_with_faults() {
       fi
       pid=$(cat "$tmp/pids/$attempt.$rank")
       kill -KILL "$pid"
-      echo "$name, attempt $attempt: rank $rank killed -9 after progress line $lines (step $(last_step_since "$offset"))"
+      echo "$name, attempt $attempt: rank $rank killed -9 after progress line $lines" \
+        "(step $(last_step_since "$offset"))"
     fi
   done
   wait "$job"; local status=$?; job=""
   grep -v '^\[rank.\]: epoch' "$tmp/job.log" | tail -n 12
   check "$name: the job completes (status 0) after three kills" test $status -eq 0
-  check "$name: three restarts, each announced" test "$(grep -c 'restarting all ranks (restart [123] of 3)' "$tmp/job.log")" -eq 3
+  check "$name: three restarts, each announced" \
+    test "$(grep -c 'restarting all ranks (restart [123] of 3)' "$tmp/job.log")" -eq 3
   local starts; starts=$(grep -E '^\[rank0\]: (resumed from|--resume auto: no checkpoint)' "$tmp/job.log")
   for attempt in 1 2 3; do
     local newest; newest=$(cat "$tmp/pids/$attempt.newest" 2>/dev/null)
