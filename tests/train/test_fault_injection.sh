@@ -5,9 +5,9 @@
 # writer) inside a checkpoint write (that attempt's saves are held 400 ms by SYNCGRAD_TEST_SAVE_DELAY_MS, and the
 # kill comes as soon as the save's temporary step directory appears). Each restart resumes from the newest
 # complete checkpoint; the job completes, and its final weights and training state equal, bit for bit, those of
-# an uninterrupted run with the same seed and world size. With the emulated CUDA module and its NCCL stand-in
+# an uninterrupted run with the same seed and world size. Given the emulated CUDA module with its NCCL stand-in
 # (third argument; the stand-in's ranks are threads of one process, so that job has one rank), the same schedule
-# runs on the NCCL path: --device cuda --parallel ddp --backend nccl. The schedule's seed is printed;
+# runs the MLP on the NCCL path instead: --device cuda --parallel ddp --backend nccl. The schedule's seed is printed;
 # SYNCGRAD_TEST_FAULT_SEED=N replays it. The data are small subsets of Fashion-MNIST.
 # Usage: test_fault_injection.sh path/to/syncgrad-launch path/to/syncgrad-train [libsyncgrad_cuda_nccl_emulated.so]
 set -u
@@ -143,11 +143,9 @@ run_with_faults() {
 
 common=(--data-dir "$tmp/data" --epochs 100 --workers 1 --keep-checkpoints 2)
 # A kill after progress line 3..8 of an attempt comes after that attempt's first checkpoint is complete.
-run_with_faults mlp 2 --model mlp "${common[@]}" --max-steps 300 --checkpoint-every 10 --log-every 5
-run_with_faults cnn 2 --model cnn "${common[@]}" --batch-size 16 --max-steps 48 --checkpoint-every 2 --log-every 1
-
 if [ -z "$nccl_module" ]; then
-  echo "skipped: the NCCL path (no emulated CUDA module with the NCCL stand-in in this build)"
+  run_with_faults mlp 2 --model mlp "${common[@]}" --max-steps 300 --checkpoint-every 10 --log-every 5
+  run_with_faults cnn 2 --model cnn "${common[@]}" --batch-size 16 --max-steps 48 --checkpoint-every 2 --log-every 1
 else
   export SYNCGRAD_CUDA_MODULE="$nccl_module" SYNCGRAD_FAKE_CUDA_DEVICES=1
   run_with_faults mlp-nccl 1 --model mlp "${common[@]}" --device cuda --parallel ddp --backend nccl \
