@@ -9,7 +9,7 @@
 //   disk  a file of the checkpoint's size written in 4 MiB blocks and fsynced in the same directory (sequential
 //         write), then read back cold: the ceiling for save and cold load.
 // Each figure is the median of --reps; MB is 10^6 bytes.
-//   syncgrad-bench checkpoint [--dir DIR] [--models gpt,resnet18] [--gpt-config K=V,...] [--reps N]
+//   syncgrad-bench checkpoint [--dir DIR] [--models gpt,resnet18] [--model-config K=V,...] [--reps N]
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -240,7 +240,9 @@ int bench_checkpoint_main(int argc, char** argv) {
       ->capture_default_str();
   const std::vector<std::string> known = models::model_names();
   app.add_option("--models", model_list, "comma-separated: gpt and any of " + joined(known))->capture_default_str();
-  app.add_option("--gpt-config", gpt_config, "the GPT's sizes as key=value pairs (default: the trainer's default)");
+  app.add_option("--model-config", gpt_config,
+                 "the GPT's sizes as key=value pairs, as syncgrad-train --model-config takes them (default: its "
+                 "default)");
   app.add_option("--reps", reps, "saves and loads per model (the median is reported)")->check(cli::at_least(1));
   CLI11_PARSE(app, argc, argv);
   try {
@@ -253,6 +255,7 @@ int bench_checkpoint_main(int argc, char** argv) {
     }
     SYNCGRAD_CHECK(!names.empty(), ValueError, "--models: name at least one model");
     SYNCGRAD_CHECK(fs::is_directory(dir), IOError, "--dir ", dir, " is not a directory");
+    if (std::find(names.begin(), names.end(), "gpt") != names.end()) models::GPTConfig::parse(gpt_config);
     set_num_threads(1);
     std::printf("syncgrad-bench checkpoint: %s, median of %d; MB = 10^6 bytes; cold = after the files' pages were "
                 "dropped from the page cache\n\n", dir.c_str(), reps);

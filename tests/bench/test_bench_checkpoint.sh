@@ -8,7 +8,7 @@ bin="$1"
 . "$(dirname "$0")/../check.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-out=$("$bin" checkpoint --dir "$tmp" --models gpt,resnet20 --gpt-config n_layer=1,n_head=2,n_embd=32 --reps 1 2>&1)
+out=$("$bin" checkpoint --dir "$tmp" --models gpt,resnet20 --model-config n_layer=1,n_head=2,n_embd=32 --reps 1 2>&1)
 status=$?
 echo "$out"
 check "a quick run exits 0" test $status -eq 0
@@ -32,5 +32,7 @@ fails() {  # fails "fragment" args...: exits non-zero and says fragment
 }
 check "an unknown model is refused, naming it" fails 'unknown model "vgg"' --models gpt,vgg --dir "$tmp"
 check "--reps 0 is refused" fails "--reps" --reps 0
+check "a bad --model-config is refused, naming it" fails "n_layer=0 must be >= 1" --models gpt --model-config n_layer=0 \
+  --dir "$tmp"
 check "a --dir that does not exist is refused, naming it" fails "$tmp/none is not a directory" --dir "$tmp/none"
 finish
