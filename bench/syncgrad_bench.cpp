@@ -33,6 +33,8 @@ const Subcommand kSubcommands[] = {
     {"resnet", "per-kernel CPU-time split of a ResNet-18/20 training step on its own shapes", bench_resnet_main},
     {"cuda", "GEMM vs cuBLAS, copies vs cudaMemcpy, the CNN step vs PyTorch on the GPU", bench_cuda_main,
      SYNCGRAD_HAVE_CUDA != 0},
+    {"checkpoint", "syncgrad-train checkpoint save/load time and size (GPT, ResNet-18) vs the disk's speed",
+     bench_checkpoint_main},
 };
 
 void print_help(std::FILE* out) {
