@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Preemption under a real Slurm (tests/sched/slurm_cluster.sh): a batch job submitted with
+# `sbatch --time=1 --signal=USR1@50 --requeue` gets SIGUSR1 from slurmctld before its time limit; every rank of
+# syncgrad-train saves the same step and the job ends with exit code 75 (preempted, resumable). `scontrol
+# requeue` runs the same script again, whose --resume auto continues from that step and ends with the weights
+# and training state of an uninterrupted run, bit for bit. Then the same through syncgrad-launch (one per node,
+# started by srun inside the job), preempted with `scancel --signal=USR1`, which the launcher forwards.
+# Usage: test_slurm_preemption.sh path/to/syncgrad-launch path/to/syncgrad-train
+set -u
+launch=$(realpath "$1"); train=$(realpath "$2")
+. "$(dirname "$0")/slurm_cluster.sh"
+if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>&1 && [ -z "${SYNCGRAD_DATA_DIR:-}" ]; then
+  echo "skipped: Fashion-MNIST is not installed"; exit 77
+fi
+slurm_cluster_start 2
+nodes=$slurm_node_count
+work=$slurm_dir/work
+args=(--model mlp --workers 1 --log-every 4 --epochs 1000)
+
+job_field() { in_cluster scontrol show job -o "$1" 2>/dev/null | grep -o "$2=[^ ]*" | cut -d= -f2; }
+job_done() { case "$(job_field "$1" JobState)" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) return 0 ;; *) return 1 ;; esac; }
+has_step() { grep -qs "step $2/" "$1"; }
+
+# job_script name step-command...: a batch script running the command with the step limit read from
+# $work/name.steps at its start (the test sets it before each run), resuming from $work/name.ckpt.
+job_script() {
+  local name="$1"; shift
+  { echo '#!/bin/bash'
+    printf '%q ' "$@" "$train" "${args[@]}" --resume auto --checkpoint-dir "$work/$name.ckpt"
+    echo "--max-steps \"\$(cat $(printf '%q' "$work/$name.steps"))\""
+  } >"$work/$name.sh"
+}
+# ended_preempted name id: the job ended with exit code 75, rank 0 said after which step (in $stop_step), and
+# that step is saved, complete, and the newest.
+ended_preempted() {
+  local name="$1" id="$2"
+  check "$name: the job ended" wait_for 90 job_done "$id"
+  grep -v "step " "$work/$name.out" | tail -5
+  check "$name: it ended with exit code 75 (preempted, resumable)" test "$(job_field "$id" ExitCode)" = "75:0"
+  stop_step=$(sed -n 's/.*preempted (SIGUSR1): stopped after step \([0-9]*\), saved .*/\1/p' "$work/$name.out")
+  check "$name: rank 0 said the SIGUSR1 stopped it after a step" test -n "$stop_step"
+  stop_step=${stop_step:-0}
+  local saved; saved=$(printf 'step-%06d' "$stop_step")
+  check "$name: that step is saved, complete" test -f "$work/$name.ckpt/$saved/manifest.json"
+  check "$name: latest points at it" test "$(readlink "$work/$name.ckpt/latest")" = "$saved"
+}
+# requeued_resumes name id straight-run...: requeued to 8 steps past the stop, the job resumes from the stop
+# step and ends with the weights and training state of the uninterrupted run given.
+requeued_resumes() {
+  local name="$1" id="$2"; shift 2
+  local end=$((stop_step + 8)) last
+  last=$(printf 'step-%06d' "$end")
+  echo "$end" >"$work/$name.steps"
+  in_cluster scontrol requeue "$id"
+  # A requeued job waits for a begin time Slurm sets some time ahead; let it start now.
+  in_cluster scontrol update JobId="$id" StartTime=now
+  check "$name: the requeued job ended" wait_for 90 job_done "$id"
+  check "$name: Slurm counts one restart" test "$(job_field "$id" Restarts)" = 1
+  check "$name: it succeeded" test "$(job_field "$id" ExitCode)" = "0:0"
+  check "$name: it resumed from the stop step" \
+    grep -q "resumed from $work/$name.ckpt/$(printf 'step-%06d' "$stop_step")" "$work/$name.out"
+  "$@" "$train" "${args[@]}" --max-steps "$end" --checkpoint-dir "$work/$name.straight" >"$work/$name.straight.log" 2>&1
+  check "$name: an uninterrupted run of $end steps succeeds" test $? -eq 0
+  check "$name: the resumed weights equal the uninterrupted run's" \
+    cmp "$work/$name.ckpt/$last/model.safetensors" "$work/$name.straight/$last/model.safetensors"
+  check "$name: so does the training state" \
+    cmp "$work/$name.ckpt/$last/training_state.safetensors" "$work/$name.straight/$last/training_state.safetensors"
+}
+start=$(date +%s%N)
+
+# 1. --signal=USR1@50 with a one-minute limit: slurmctld sends SIGUSR1 to the job's steps within ~40 s.
+echo 1000000 >"$work/signal.steps"
+job_script signal srun
+id=$(in_cluster sbatch --parsable -N "$nodes" -n 2 --time=1 --signal=USR1@50 --requeue --open-mode=append \
+  -o "$work/signal.out" "$work/signal.sh")
+check "sbatch --signal=USR1@50 accepted the job" test -n "$id"
+ended_preempted signal "$id"
+requeued_resumes signal "$id" in_cluster srun -N "$nodes" -n 2
+echo "signal: done after $(elapsed_ms "$start") ms"
+
+# 2. syncgrad-launch per node inside the job, SIGUSR1 from scancel once training is under way.
+start=$(date +%s%N)
+echo 1000000 >"$work/launch.steps"
+job_script launch srun --ntasks-per-node=1 "$launch" --nproc-per-node 2
+id=$(in_cluster sbatch --parsable -N "$nodes" --ntasks-per-node=1 --requeue --open-mode=append \
+  -o "$work/launch.out" "$work/launch.sh")
+check "sbatch accepted the syncgrad-launch job" test -n "$id"
+check "launch: training reached step 8" wait_for 60 has_step "$work/launch.out" 8
+in_cluster scancel --signal=USR1 "$id"
+ended_preempted launch "$id"
+requeued_resumes launch "$id" "$launch" --nproc-per-node $((2 * nodes))
+echo "launch: done after $(elapsed_ms "$start") ms"
+finish
