@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Preemption under a real Slurm (tests/sched/slurm_cluster.sh): a batch job submitted with
 # `sbatch --time=1 --signal=USR1@50 --requeue` gets SIGUSR1 from slurmctld before its time limit; every rank of
-# syncgrad-train saves the same step and the job ends with exit code 75 (preempted, resumable). `scontrol
-# requeue` runs the same script again, whose --resume auto continues from that step and ends with the weights
-# and training state of an uninterrupted run, bit for bit. Then the same through syncgrad-launch (one per node,
-# started by srun inside the job), preempted with `scancel --signal=USR1`, which the launcher forwards.
+# syncgrad-train (2 srun tasks) saves the same step and exits 75, so the job ends with exit code 75 (preempted,
+# resumable), and `scontrol requeue` runs the same script again, whose --resume auto continues from that step.
+# Then syncgrad-launch (one per node, started by srun inside the job), preempted with `scancel --signal=USR1`,
+# which the launcher forwards: the requeued job ends with the weights and training state of an uninterrupted
+# run, bit for bit. (The first part stops at an unknown step, 10-40 s in: an uninterrupted run to it would take
+# as long again, so the bit-for-bit comparison is made in the second.)
 # Usage: test_slurm_preemption.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
 launch=$(realpath "$1"); train=$(realpath "$2")
@@ -19,6 +21,8 @@ args=(--model mlp --workers 1 --log-every 4 --epochs 1000)
 
 job_field() { in_cluster scontrol show job -o "$1" 2>/dev/null | grep -o "$2=[^ ]*" | cut -d= -f2; }
 job_done() { case "$(job_field "$1" JobState)" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) return 0 ;; *) return 1 ;; esac; }
+# only_preempted log: no rank reported an error, and every task srun reports ended with 75.
+only_preempted() { lacks "syncgrad-train: error" "$1" && ! grep "Exited with exit code" "$1" | grep -qv "exit code 75$"; }
 has_step() { grep -qs "step $2/" "$1"; }
 
 # job_script name step-command...: a batch script running the command with the step limit read from
@@ -37,6 +41,7 @@ ended_preempted() {
   check "$name: the job ended" wait_for 90 job_done "$id"
   grep -v "step " "$work/$name.out" | tail -5
   check "$name: it ended with exit code 75 (preempted, resumable)" test "$(job_field "$id" ExitCode)" = "75:0"
+  check "$name: no rank failed (each exited 75)" only_preempted "$work/$name.out"
   stop_step=$(sed -n 's/.*preempted (SIGUSR1): stopped after step \([0-9]*\), saved .*/\1/p' "$work/$name.out")
   check "$name: rank 0 said the SIGUSR1 stopped it after a step" test -n "$stop_step"
   stop_step=${stop_step:-0}
@@ -44,12 +49,10 @@ ended_preempted() {
   check "$name: that step is saved, complete" test -f "$work/$name.ckpt/$saved/manifest.json"
   check "$name: latest points at it" test "$(readlink "$work/$name.ckpt/latest")" = "$saved"
 }
-# requeued_resumes name id straight-run...: requeued to 8 steps past the stop, the job resumes from the stop
-# step and ends with the weights and training state of the uninterrupted run given.
+# requeued_resumes name id: requeued to 8 steps past the stop, the job resumes from the stop step and ends.
 requeued_resumes() {
-  local name="$1" id="$2"; shift 2
-  local end=$((stop_step + 8)) last
-  last=$(printf 'step-%06d' "$end")
+  local name="$1" id="$2"
+  end=$((stop_step + 8))
   echo "$end" >"$work/$name.steps"
   in_cluster scontrol requeue "$id"
   # A requeued job waits for a begin time Slurm sets some time ahead; let it start now.
@@ -59,6 +62,13 @@ requeued_resumes() {
   check "$name: it succeeded" test "$(job_field "$id" ExitCode)" = "0:0"
   check "$name: it resumed from the stop step" \
     grep -q "resumed from $work/$name.ckpt/$(printf 'step-%06d' "$stop_step")" "$work/$name.out"
+  check "$name: it saved the last step" test -f "$work/$name.ckpt/$(printf 'step-%06d' "$end")/manifest.json"
+}
+# equals_straight name straight-run...: the resumed job's last checkpoint has the weights and training state of
+# an uninterrupted run to the same step.
+equals_straight() {
+  local name="$1" last; shift
+  last=$(printf 'step-%06d' "$end")
   "$@" "$train" "${args[@]}" --max-steps "$end" --checkpoint-dir "$work/$name.straight" >"$work/$name.straight.log" 2>&1
   check "$name: an uninterrupted run of $end steps succeeds" test $? -eq 0
   check "$name: the resumed weights equal the uninterrupted run's" \
@@ -75,7 +85,7 @@ id=$(in_cluster sbatch --parsable -N "$nodes" -n 2 --time=1 --signal=USR1@50 --r
   -o "$work/signal.out" "$work/signal.sh")
 check "sbatch --signal=USR1@50 accepted the job" test -n "$id"
 ended_preempted signal "$id"
-requeued_resumes signal "$id" in_cluster srun -N "$nodes" -n 2
+requeued_resumes signal "$id"
 echo "signal: done after $(elapsed_ms "$start") ms"
 
 # 2. syncgrad-launch per node inside the job, SIGUSR1 from scancel once training is under way.
@@ -88,6 +98,7 @@ check "sbatch accepted the syncgrad-launch job" test -n "$id"
 check "launch: training reached step 8" wait_for 60 has_step "$work/launch.out" 8
 in_cluster scancel --signal=USR1 "$id"
 ended_preempted launch "$id"
-requeued_resumes launch "$id" "$launch" --nproc-per-node $((2 * nodes))
+requeued_resumes launch "$id"
+equals_straight launch "$launch" --nproc-per-node $((2 * nodes))
 echo "launch: done after $(elapsed_ms "$start") ms"
 finish
