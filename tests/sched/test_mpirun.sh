@@ -26,6 +26,8 @@ echo "mpirun -np 2: $(elapsed_ms "$start") ms"
 grep -v "step " "$tmp/mpi.log" | tail -6
 check "mpirun -np 2 syncgrad-train succeeds" test $status -eq 0
 check "it trains with DDP on 2 processes" grep -q "2 processes (DDP over gloo" "$tmp/mpi.log"
+check "rank 0 says Open MPI placed 2 ranks on 1 node, meeting on 127.0.0.1" \
+  grep -q "^rendezvous: openmpi, job [^ ]*, 2 ranks on 1 node, master 127.0.0.1:[0-9]*$" "$tmp/mpi.log"
 check "one rank reports the result" test "$(grep -c "done: 30 steps" "$tmp/mpi.log")" -eq 1
 check "rank 0's final weights equal the syncgrad-launch run's, byte for byte" \
   cmp "$tmp/mpi/latest/model.safetensors" "$tmp/launch/latest/model.safetensors"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Preemption under a real Slurm (tests/sched/slurm_cluster.sh): a batch job submitted with
 # `sbatch --time=1 --signal=USR1@50 --requeue` gets SIGUSR1 from slurmctld before its time limit; every rank of
-# syncgrad-train (2 srun tasks) saves the same step and exits 75, so the job ends with exit code 75 (preempted,
-# resumable), and `scontrol requeue` runs the same script again, whose --resume auto continues from that step.
+# syncgrad-train (2 srun tasks) saves the same step and exits 75, which srun passes on, and the job script (the
+# one of docs/GUIDE.md §12) requeues its job, whose next run continues from that step with --resume auto.
 # Then syncgrad-launch (one per node, started by srun inside the job), preempted with `scancel --signal=USR1`,
 # which the launcher forwards: the requeued job ends with the weights and training state of an uninterrupted
 # run, bit for bit. (The first part stops at an unknown step, 10-40 s in: an uninterrupted run to it would take
@@ -25,40 +25,44 @@ job_done() { case "$(job_field "$1" JobState)" in COMPLETED | FAILED | CANCELLED
 only_preempted() { lacks "syncgrad-train: error" "$1" && ! grep "Exited with exit code" "$1" | grep -qv "exit code 75$"; }
 has_step() { grep -qs "step $2/" "$1"; }
 
-# job_script name step-command...: a batch script running the command with the step limit read from
-# $work/name.steps at its start (the test sets it before each run), resuming from $work/name.ckpt.
+# job_script name step-command...: the batch script of docs/GUIDE.md §12: it runs the command with --resume
+# auto (the step limit read from $work/name.steps at its start: the test sets it) and, when that exits 75,
+# requeues its own job.
 job_script() {
   local name="$1"; shift
   { echo '#!/bin/bash'
-    printf '%q ' "$@" "$train" "${args[@]}" --resume auto --checkpoint-dir "$work/$name.ckpt"
+    printf '%q ' "$@" "$train" "${args[@]}" --checkpoint-dir "$work/$name.ckpt" --resume auto
     echo "--max-steps \"\$(cat $(printf '%q' "$work/$name.steps"))\""
+    echo 'status=$?'
+    echo 'if [ $status -eq 75 ]; then scontrol requeue "$SLURM_JOB_ID"; fi'
+    echo 'exit $status'
   } >"$work/$name.sh"
 }
-# ended_preempted name id: the job ended with exit code 75, rank 0 said after which step (in $stop_step), and
-# that step is saved, complete, and the newest.
-ended_preempted() {
+preempted_line() { grep -q "preempted (SIGUSR1): stopped after step" "$1"; }
+job_requeued() { [ "$(job_field "$1" Restarts)" = 1 ] && [ "$(job_field "$1" JobState)" = PENDING ]; }
+# preempted_and_requeued name id: rank 0 said the SIGUSR1 stopped it after a step ($stop_step), which is saved,
+# complete and the newest; the next run will stop 8 steps later; every task exited 75 and the job requeued itself.
+preempted_and_requeued() {
   local name="$1" id="$2"
-  check "$name: the job ended" wait_for 90 job_done "$id"
-  grep -v "step " "$work/$name.out" | tail -5
-  check "$name: it ended with exit code 75 (preempted, resumable)" test "$(job_field "$id" ExitCode)" = "75:0"
-  check "$name: no rank failed (each exited 75)" only_preempted "$work/$name.out"
+  check "$name: rank 0 said the SIGUSR1 stopped it after a step" wait_for 90 preempted_line "$work/$name.out"
   stop_step=$(sed -n 's/.*preempted (SIGUSR1): stopped after step \([0-9]*\), saved .*/\1/p' "$work/$name.out")
-  check "$name: rank 0 said the SIGUSR1 stopped it after a step" test -n "$stop_step"
   stop_step=${stop_step:-0}
+  end=$((stop_step + 8))
+  echo "$end" >"$work/$name.steps"
+  check "$name: the job requeued itself" wait_for 60 job_requeued "$id"
+  grep -v "step " "$work/$name.out" | tail -5
+  check "$name: srun passed on exit status 75 (preempted, resumable)" grep -q "Exited with exit code 75$" "$work/$name.out"
+  check "$name: no rank failed (each exited 75)" only_preempted "$work/$name.out"
   local saved; saved=$(printf 'step-%06d' "$stop_step")
   check "$name: that step is saved, complete" test -f "$work/$name.ckpt/$saved/manifest.json"
   check "$name: latest points at it" test "$(readlink "$work/$name.ckpt/latest")" = "$saved"
 }
-# requeued_resumes name id: requeued to 8 steps past the stop, the job resumes from the stop step and ends.
-requeued_resumes() {
+# resumes name id: started again, the job resumes from the stop step, saves the last one and succeeds.
+resumes() {
   local name="$1" id="$2"
-  end=$((stop_step + 8))
-  echo "$end" >"$work/$name.steps"
-  in_cluster scontrol requeue "$id"
   # A requeued job waits for a begin time Slurm sets some time ahead; let it start now.
   in_cluster scontrol update JobId="$id" StartTime=now
   check "$name: the requeued job ended" wait_for 90 job_done "$id"
-  check "$name: Slurm counts one restart" test "$(job_field "$id" Restarts)" = 1
   check "$name: it succeeded" test "$(job_field "$id" ExitCode)" = "0:0"
   check "$name: it resumed from the stop step" \
     grep -q "resumed from $work/$name.ckpt/$(printf 'step-%06d' "$stop_step")" "$work/$name.out"
@@ -84,8 +88,8 @@ job_script signal srun
 id=$(in_cluster sbatch --parsable -N "$nodes" -n 2 --time=1 --signal=USR1@50 --requeue --open-mode=append \
   -o "$work/signal.out" "$work/signal.sh")
 check "sbatch --signal=USR1@50 accepted the job" test -n "$id"
-ended_preempted signal "$id"
-requeued_resumes signal "$id"
+preempted_and_requeued signal "$id"
+resumes signal "$id"
 echo "signal: done after $(elapsed_ms "$start") ms"
 
 # 2. syncgrad-launch per node inside the job, SIGUSR1 from scancel once training is under way.
@@ -97,8 +101,8 @@ id=$(in_cluster sbatch --parsable -N "$nodes" --ntasks-per-node=1 --requeue --op
 check "sbatch accepted the syncgrad-launch job" test -n "$id"
 check "launch: training reached step 8" wait_for 60 has_step "$work/launch.out" 8
 in_cluster scancel --signal=USR1 "$id"
-ended_preempted launch "$id"
-requeued_resumes launch "$id"
+preempted_and_requeued launch "$id"
+resumes launch "$id"
 equals_straight launch "$launch" --nproc-per-node $((2 * nodes))
 echo "launch: done after $(elapsed_ms "$start") ms"
 finish
