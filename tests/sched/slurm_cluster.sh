@@ -174,7 +174,9 @@ SlurmdPort=$slurmd_port
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$d/munge/socket
+# cred_expire: Slurm holds a requeued job back this long (+1 s), until the old run's credentials have expired
+# (120 s by default); 10 s keeps the requeue tests short.
+AuthInfo=socket=$d/munge/socket,cred_expire=10
 CredType=cred/munge
 StateSaveLocation=$d/state
 SlurmdSpoolDir=$d/spool/%n
@@ -192,6 +194,8 @@ JobCompType=jobcomp/none
 MpiDefault=none
 SwitchType=switch/none
 SchedulerType=sched/builtin
+# Look at pending jobs every 2 s instead of 60: a requeued job starts as soon as it may.
+SchedulerParameters=sched_interval=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2

@@ -60,11 +60,13 @@ preempted_and_requeued() {
 # resumes name id: started again, the job resumes from the stop step, saves the last one and succeeds.
 resumes() {
   local name="$1" id="$2"
-  # A requeued job waits for a begin time Slurm sets some time ahead; let it start now.
-  in_cluster scontrol update JobId="$id" StartTime=now
+  # Slurm starts it again once the old run's credentials have expired (cred_expire, 10 s in the test cluster).
   check "$name: the requeued job ended" wait_for 90 job_done "$id"
   echo "$name: job $id: $(in_cluster scontrol show job -o "$id" | grep -oE '(JobState|Restarts|ExitCode|Reason|StartTime)=[^ ]*' | tr '\n' ' ')"
   check "$name: it succeeded" test "$(job_field "$id" ExitCode)" = "0:0"
+  if [ "$(job_field "$id" ExitCode)" != "0:0" ]; then
+    grep -h -e "JobId=$id" -e "\[$id\." "$slurm_dir"/slurmd-*.log "$slurm_dir/slurmctld.log" | tail -n 12
+  fi
   check "$name: it resumed from the stop step" \
     grep -q "resumed from $work/$name.ckpt/$(printf 'step-%06d' "$stop_step")" "$work/$name.out"
   check "$name: it saved the last step" test -f "$work/$name.ckpt/$(printf 'step-%06d' "$end")/manifest.json"
