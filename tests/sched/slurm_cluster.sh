@@ -32,7 +32,7 @@ slurm_cluster_stop() {
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null
   done
-  # Steps whose slurmstepd outlived its slurmd (killed above): their processes carry the cluster's SLURM_CONF.
+  # Whatever outlived the daemons (slurmstepd and the steps' tasks) carries the cluster's SLURM_CONF.
   if [ -n "$slurm_dir" ]; then
     for pid in $(grep -lsF "SLURM_CONF=$slurm_dir/" /proc/[0-9]*/environ | cut -d/ -f3); do kill -KILL "$pid" 2>/dev/null; done
   fi
@@ -82,6 +82,14 @@ slurm_skip() {  # slurm_skip reason [log file]: the cluster cannot run here
 }
 
 in_cluster() { SLURM_CONF="$slurm_dir/slurm.conf" "${slurm_exec[@]}" "$@"; }
+
+# slurm_run CMD...: runs CMD and returns its status, waiting in a way a signal to the test interrupts (bash runs
+# a trap only once a foreground command ends), so a stopped test cleans up at once; CMD is killed with the cluster.
+slurm_run() {
+  "$@" &
+  slurm_pids+=($!)
+  wait $!
+}
 
 # in_node i CMD...: runs CMD as on node i: in its network namespace, under its host name (a UTS namespace),
 # with a private mount namespace in which the node names resolve ($slurm_dir/hosts over /etc/hosts). Not
@@ -208,6 +216,7 @@ $node_lines
 PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
   local pid
+  export SLURM_CONF="$d/slurm.conf"  # the daemons', slurmstepd's and the tasks' mark (slurm_cluster_stop)
   "${slurm_exec[@]}" slurmctld -D -i -f "$d/slurm.conf" >"$d/slurmctld.out" 2>&1 & pid=$!
   slurm_pids+=("$pid")
   wait_for 20 in_cluster scontrol ping >/dev/null 2>&1 ||

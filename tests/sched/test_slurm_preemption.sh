@@ -76,7 +76,7 @@ resumes() {
 equals_straight() {
   local name="$1" last; shift
   last=$(printf 'step-%06d' "$end")
-  "$@" "$train" "${args[@]}" --max-steps "$end" --checkpoint-dir "$work/$name.straight" >"$work/$name.straight.log" 2>&1
+  slurm_run "$@" "$train" "${args[@]}" --max-steps "$end" --checkpoint-dir "$work/$name.straight" >"$work/$name.straight.log" 2>&1
   check "$name: an uninterrupted run of $end steps succeeds" test $? -eq 0
   check "$name: the resumed weights equal the uninterrupted run's" \
     cmp "$work/$name.ckpt/$last/model.safetensors" "$work/$name.straight/$last/model.safetensors"

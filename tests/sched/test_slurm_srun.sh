@@ -18,11 +18,11 @@ args=(--model mlp --workers 1 --max-steps 30 --log-every 10)
 start=$(date +%s%N)
 
 # The reference: the same training under syncgrad-launch on this machine.
-"$launch" --nproc-per-node 2 "$train" "${args[@]}" --checkpoint-dir "$work/launch" >"$work/launch.log" 2>&1
+slurm_run "$launch" --nproc-per-node 2 "$train" "${args[@]}" --checkpoint-dir "$work/launch" >"$work/launch.log" 2>&1
 check "the syncgrad-launch reference run succeeds" test $? -eq 0
 
 # srun with 2 tasks, one per node when there are two.
-in_cluster timeout 120 srun -N "$nodes" -n 2 "$train" "${args[@]}" --checkpoint-dir "$work/srun" >"$work/srun.log" 2>&1
+slurm_run in_cluster timeout 120 srun -N "$nodes" -n 2 "$train" "${args[@]}" --checkpoint-dir "$work/srun" >"$work/srun.log" 2>&1
 status=$?
 grep -v "step " "$work/srun.log" | tail -6
 check "srun -N $nodes -n 2 syncgrad-train succeeds" test $status -eq 0
@@ -36,7 +36,7 @@ check "rank 0's final weights equal the syncgrad-launch run's, byte for byte" \
   cmp "$work/srun/latest/model.safetensors" "$work/launch/latest/model.safetensors"
 
 # Two tasks on one node: local ranks 0 and 1 from SLURM_LOCALID, the same result.
-in_cluster timeout 120 srun -N 1 -n 2 "$train" "${args[@]}" --checkpoint-dir "$work/one-node" >"$work/one-node.log" 2>&1
+slurm_run in_cluster timeout 120 srun -N 1 -n 2 "$train" "${args[@]}" --checkpoint-dir "$work/one-node" >"$work/one-node.log" 2>&1
 status=$?
 check "srun -N 1 -n 2 syncgrad-train succeeds" test $status -eq 0
 check "... meeting on 127.0.0.1" grep -qx "rendezvous: slurm, job [0-9]*\.0, 2 ranks on 1 node, master 127.0.0.1:[0-9]*" \
@@ -46,9 +46,9 @@ check "... with the same final weights" cmp "$work/one-node/latest/model.safeten
 # syncgrad-launch as srun's one task per node, two ranks each: 2 x nodes ranks in all, equal to one launcher
 # starting them all on this machine.
 ranks=$((2 * nodes))
-"$launch" --nproc-per-node "$ranks" "$train" "${args[@]}" --checkpoint-dir "$work/launch-$ranks" >"$work/launch-$ranks.log" 2>&1
+slurm_run "$launch" --nproc-per-node "$ranks" "$train" "${args[@]}" --checkpoint-dir "$work/launch-$ranks" >"$work/launch-$ranks.log" 2>&1
 check "the syncgrad-launch reference run with $ranks ranks succeeds" test $? -eq 0
-in_cluster timeout 120 srun -N "$nodes" --ntasks-per-node=1 "$launch" --nproc-per-node 2 "$train" "${args[@]}" \
+slurm_run in_cluster timeout 120 srun -N "$nodes" --ntasks-per-node=1 "$launch" --nproc-per-node 2 "$train" "${args[@]}" \
   --checkpoint-dir "$work/srun-launch" >"$work/srun-launch.log" 2>&1
 status=$?
 grep -v "step " "$work/srun-launch.log" | tail -4
