@@ -61,9 +61,10 @@ LaunchEnv read_launcher_env(const char* source) {
 }
 
 // torchrun-style variables beside a scheduler's that place this process elsewhere: left over in a job script
-// or a shell (e.g. RANK=0 exported before srun), so this rank would collide with another.
+// or a shell (e.g. RANK=0 exported before srun), so this rank would collide with another. A scheduler job of one
+// task (srun --pty bash, mpirun -np 1) is not compared: processes started by hand inside it are its children.
 void check_agrees(const LaunchEnv& e, const std::optional<SchedulerPlacement>& p) {
-  if (!p || (p->rank == e.rank && p->world_size == e.world_size)) return;
+  if (!p || p->world_size == 1 || (p->rank == e.rank && p->world_size == e.world_size)) return;
   const bool rank_differs = p->rank != e.rank;
   const std::string ranks = "RANK=" + std::to_string(e.rank) + (rank_differs ? " but " : " and ") + p->rank_name +
                             "=" + std::to_string(p->rank);

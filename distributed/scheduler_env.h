@@ -67,7 +67,7 @@ std::optional<SchedulerPlacement> read_pmi();
 struct SlurmStep {
   std::string job_id;      // "42.3": SLURM_JOB_ID and SLURM_STEP_ID
   int tasks = 1;           // SLURM_STEP_NUM_TASKS (else SLURM_NTASKS)
-  int nodes = 1;           // SLURM_STEP_NUM_NODES (else SLURM_NNODES)
+  int nodes = 1;           // SLURM_STEP_NUM_NODES (else SLURM_NNODES, else the hosts of SLURM_STEP_NODELIST)
   int node_id = 0;         // SLURM_NODEID: this node's index in the step
   std::string first_host;  // the step's first node: where node 0, and so the store, runs
   uint16_t port = 0;       // as SchedulerPlacement::master_port for Slurm

@@ -165,7 +165,11 @@ std::optional<SlurmStep> read_slurm_step() {
   s.job_id = job_and_step(*step);
   s.tasks = step_tasks(*procid, *step).second;
   std::optional<std::pair<std::string, std::string>> nodes = first_set({"SLURM_STEP_NUM_NODES", "SLURM_NNODES"});
-  if (nodes) s.nodes = count(nodes->first.c_str(), nodes->second, 1, "Slurm sets it to the step's node count");
+  if (nodes) {
+    s.nodes = count(nodes->first.c_str(), nodes->second, 1, "Slurm sets it to the step's node count");
+  } else if (std::optional<std::string> list = get("SLURM_STEP_NODELIST")) {
+    s.nodes = static_cast<int>(expand_slurm_nodelist(*list, "SLURM_STEP_NODELIST").size());
+  }
   s.node_id = node_id();
   SYNCGRAD_CHECK(s.node_id < s.nodes, RendezvousError, "SLURM_NODEID=", s.node_id, " is not below the step's ",
                  s.nodes, " nodes; ", kSrunFix);

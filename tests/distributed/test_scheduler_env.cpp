@@ -248,6 +248,10 @@ TEST_CASE("torchrun-style variables that disagree with a scheduler's are an erro
   expect_error(with(openmpi(1), {{"RANK", "0"}, {"WORLD_SIZE", "2"}}),
                {"RANK=0 but OMPI_COMM_WORLD_RANK=1", "openmpi's"});
   expect_error(with(hydra(1), {{"RANK", "0"}, {"WORLD_SIZE", "2"}}), {"RANK=0 but PMI_RANK=1"});
+  // Ranks started by hand inside a one-task step (srun --pty bash) are that task's children: not compared.
+  ScopedEnv env({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}, {"RANK", "1"},
+                 {"WORLD_SIZE", "2"}});
+  CHECK(read_launch_env().rank == 1);
 }
 
 TEST_CASE("read_slurm_step: the srun step syncgrad-launch lays its job over") {
@@ -266,6 +270,11 @@ TEST_CASE("read_slurm_step: the srun step syncgrad-launch lays its job over") {
     CHECK(step->first_host == "node01");
     CHECK(step->port == 12005);
     CHECK(step->port_origin.find("SLURM_STEP_RESV_PORTS=12005,12007") != std::string::npos);
+  }
+  {
+    ScopedEnv env({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS", "3"},
+                   {"SLURM_STEP_NODELIST", "gpu[1-3]"}});
+    CHECK(read_slurm_step()->nodes == 3);  // no node count: the hosts of the step's list
   }
   {
     ScopedEnv env(with(srun_task(0), {{"SLURM_STEP_NUM_NODES", "1"}, {"SLURM_NODEID", "1"}}));

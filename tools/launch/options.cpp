@@ -79,7 +79,8 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.add_option_function<std::string>(
          "--token", [&flags](const std::string& token) { flags.token = token; },
          "the job's store token, the same for every node's launcher (default: a fresh random one on one node, "
-         "$SYNCGRAD_STORE_TOKEN with --nnodes > 1, which keeps it out of ps)")
+         "$SYNCGRAD_STORE_TOKEN with --nnodes > 1, which keeps it out of ps, else under srun slurm-JOB.STEP, which "
+         "keeps other jobs out but is no secret)")
       ->type_name("TOKEN");
   app.add_option_function<std::string>(
          "--timeout", [&flags](const std::string& seconds) { flags.timeout = seconds; },
@@ -95,10 +96,13 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.footer(
       "PROGRAM ARGS... runs once per rank (found via PATH), with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
       "GROUP_RANK, MASTER_ADDR, MASTER_PORT, SYNCGRAD_STORE_TOKEN, SYNCGRAD_STORE_SERVED=1, SYNCGRAD_JOB_ID (the "
-      "job's id, derived from the token, unless set), SYNCGRAD_RESTART_COUNT and OMP_NUM_THREADS=1 (unless set) in its environment and "
+      "job's id, derived from the token, unless set), SYNCGRAD_LAUNCHER=syncgrad-launch, SYNCGRAD_RESTART_COUNT and "
+      "OMP_NUM_THREADS=1 (unless set) in its environment and "
       "stdin at /dev/null. Each output line is prefixed with [rankN]. When a rank fails the others are stopped and "
       "syncgrad-launch exits with the failing rank's status (128+signal when it was killed); when syncgrad-launch "
-      "itself is killed, its ranks die with it. Use -- before a PROGRAM whose name starts with '-'.");
+      "itself is killed, its ranks die with it; SIGUSR1 is passed on to the ranks. Under srun, run one "
+      "syncgrad-launch per node (srun --ntasks-per-node=1): the layout flags not given come from the step. Use -- "
+      "before a PROGRAM whose name starts with '-'.");
 }
 
 LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> command,
