@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <mutex>
 
 #include "distributed/errors.h"
@@ -14,6 +15,7 @@
 #include "distributed/hash_store.h"
 #include "distributed/job_identity.h"
 #include "distributed/launch_env.h"
+#include "distributed/rendezvous_report.h"
 #include "distributed/route_address.h"
 #include "distributed/socket.h"
 #include "distributed/tcp_store.h"
@@ -209,6 +211,8 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
   }
   auto scoped = std::make_shared<PrefixStore>("default_pg/" + std::to_string(s.generation), store);
   check_rank_unique_and_world_agreed(*scoped, rank, world_size);
+  const bool report = options.log_rendezvous && world_size > 1;
+  if (report) rendezvous_report::count_host(*scoped);
   std::shared_ptr<ProcessGroup> group;
   try {
     group = make_process_group(options.backend, std::make_shared<PrefixStore>(options.backend, scoped), rank,
@@ -217,6 +221,12 @@ std::shared_ptr<ProcessGroup> init_process_group(const InitOptions& options) {
     const std::string strangers = job_identity::turned_away(*store);
     if (strangers.empty()) throw;
     throw RendezvousError(e.what() + strangers);
+  }
+  if (report && rank == 0) {
+    const bool own_placement = options.rank >= 0 && options.world_size >= 0;
+    const std::string line = rendezvous_report::line(
+        *scoped, own_placement ? "ranks given to init_process_group" : env.source, env.job_id, world_size, where);
+    std::fprintf(stderr, "%s\n", line.c_str());
   }
   ++s.generation;
   s.group = group;

@@ -23,6 +23,10 @@ struct InitOptions {
   // How long joining may take (reaching the store, waiting for the other ranks): this when set, else
   // $SYNCGRAD_RENDEZVOUS_TIMEOUT (seconds; syncgrad-launch --rendezvous-timeout), else 300 s.
   std::optional<std::chrono::milliseconds> store_timeout{};
+  // Rank 0 of a job of several ranks prints one line to stderr once they have met, saying what placed them
+  // and where they met: "rendezvous: slurm, job 42.0, 4 ranks on 2 nodes, master node01:20042" (the source
+  // is one of syncgrad-launch, torchrun-style environment, slurm, openmpi, pmi; the nodes are counted).
+  bool log_rendezvous = true;
 };
 
 // Joins the job; world size 1 needs no network. Errors (RendezvousError) name the missing variable, the

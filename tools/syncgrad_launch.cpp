@@ -2,7 +2,8 @@
 // (on a free port unless --master-port is given); every rank gets torchrun's environment variables, its
 // output prefixed with [rankN], and the job is stopped as a whole when one rank fails (and dies with the
 // launcher when it is killed). With --max-restarts N, a failed job is started again (all ranks, a fresh store) up to
-// N times; each attempt's ranks see SYNCGRAD_RESTART_COUNT and resume from their own checkpoints.
+// N times; each attempt's ranks see SYNCGRAD_RESTART_COUNT and resume from their own checkpoints. Under srun, one
+// launcher per node takes the layout flags not given from the Slurm step (tools/launch/slurm_layout.h).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <csignal>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <thread>
 
+#include "distributed/scheduler_env.h"
 #include "distributed/tcp_store.h"
 #include "tools/launch/errors.h"
 #include "tools/launch/options.h"
@@ -74,7 +76,8 @@ int pending_stop_signal(launch::SignalChannel& signals) {
 
 int launch_job(const launch::LaunchOptions& options) {
   launch::StoreAddress store{options.master_addr, options.master_port, launch::job_token(options)};
-  const std::string job_id = launch::job_id(store.token);
+  const std::string job_id = launch::job_id(store.token, options.slurm_job);
+  if (!options.layout_note.empty()) std::fprintf(stderr, "syncgrad-launch: %s\n", options.layout_note.c_str());
   // Signals are blocked before the store's server thread exists, so they all reach the supervisor.
   launch::SignalChannel signals;
   for (int attempt = 0;; ++attempt) {
@@ -106,7 +109,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    return launch_job(launch::check_flags(flags, app.remaining()));
+    return launch_job(launch::check_flags(flags, app.remaining(), syncgrad::distributed::read_slurm_step()));
   } catch (const launch::UsageError& e) {
     std::fprintf(stderr, "syncgrad-launch: error: %s\n", e.what());
     return 2;

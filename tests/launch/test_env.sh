@@ -46,6 +46,10 @@ check "without --timeout nothing is exported (the program's default applies)" te
 out=$(OMP_NUM_THREADS=3 "$launch" --nproc-per-node 2 sh -c 'echo OMP=$OMP_NUM_THREADS')
 check "a user's OMP_NUM_THREADS is kept" test "$(grep -c 'OMP=3$' <<<"$out")" -eq 2
 
+out=$(env -u SYNCGRAD_LAUNCHER "$launch" sh -c 'echo L=$SYNCGRAD_LAUNCHER')
+check "the ranks are marked as syncgrad-launch's (their inherited SLURM_* are then not read)" \
+  test "$out" = "[rank0]: L=syncgrad-launch"
+
 out=$("$launch" --token s3cret sh -c 'echo TOKEN=$SYNCGRAD_STORE_TOKEN')
 check "--token is passed on" test "$out" = "[rank0]: TOKEN=s3cret"
 

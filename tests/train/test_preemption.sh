@@ -3,7 +3,7 @@
 # save that step together and exit with status 75 (preempted, resumable); --resume auto then ends with the
 # weights and training state of an uninterrupted run, bit for bit. One process (a second SIGTERM while the
 # checkpoint is being written changes nothing; SIGUSR1 too), and 2 ranks under syncgrad-launch (Gloo on
-# 127.0.0.1) with the signal sent to the launcher, which forwards it, or to rank 1 alone.
+# 127.0.0.1) with SIGTERM or SIGUSR1 sent to the launcher, which forwards it, or to rank 1 alone.
 # Usage: test_preemption.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
 launch="$1"; train="$2"
@@ -85,6 +85,16 @@ start launcher "${ddp[@]}" "${args[@]}" --max-steps 100000 --checkpoint-dir "$di
 kill -TERM "$(cat "$tmp/launcher.pid")"
 stopped launcher "$dir"
 resumes_exactly launcher "$dir" "${ddp[@]}"
+
+# Two ranks: SIGUSR1 (sbatch --signal=USR1@60) to the launcher, which passes it on rather than stopping them.
+dir="$tmp/launcher-usr1"
+start launcher-usr1 "${ddp[@]}" "${args[@]}" --max-steps 100000 --checkpoint-dir "$dir"
+kill -USR1 "$(cat "$tmp/launcher-usr1.pid")"
+stopped launcher-usr1 "$dir"
+check "launcher-usr1: the launcher passed it on" grep -q "syncgrad-launch: got SIGUSR1; passing it on to 2 ranks" \
+  "$tmp/launcher-usr1.log"
+check "launcher-usr1: rank 0 names the signal" grep -q "^\[rank0\]: syncgrad-train: preempted (SIGUSR1)" \
+  "$tmp/launcher-usr1.log"
 
 # Two ranks, only rank 1 signalled: rank 0 stops after the same step and saves it.
 dir="$tmp/one-rank"

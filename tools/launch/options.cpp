@@ -10,6 +10,7 @@
 #include "distributed/launch_env.h"
 #include "tensor/check.h"
 #include "tools/launch/errors.h"
+#include "tools/launch/slurm_layout.h"
 
 namespace syncgrad::launch {
 namespace {
@@ -50,18 +51,20 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.add_option("--nproc-per-node", flags.nproc_per_node, "processes (ranks) to start on this node")
       ->type_name("N")
       ->capture_default_str();
-  app.add_option("--nnodes", flags.nnodes, "nodes in the job; each node runs its own syncgrad-launch")
-      ->type_name("M")
-      ->capture_default_str();
-  app.add_option("--node-rank", flags.node_rank, "this node's index, 0 .. nnodes-1; node 0 serves the store")
-      ->type_name("K")
-      ->capture_default_str();
+  app.add_option("--nnodes", flags.nnodes,
+                 "nodes in the job; each node runs its own syncgrad-launch (default 1; under srun the step's node "
+                 "count, one syncgrad-launch per node)")
+      ->type_name("M");
+  app.add_option("--node-rank", flags.node_rank,
+                 "this node's index, 0 .. nnodes-1; node 0 serves the store (default 0; under srun SLURM_NODEID)")
+      ->type_name("K");
   app.add_option("--master-addr", flags.master_addr,
-                 "address of node 0, reachable from every node (default 127.0.0.1 on one node; required with "
-                 "--nnodes > 1)")
+                 "address of node 0, reachable from every node (default 127.0.0.1 on one node; under srun the "
+                 "step's first node; else required with --nnodes > 1)")
       ->type_name("ADDR");
   app.add_option("--master-port", flags.master_port,
-                 "port of the job's store on node 0 (default: a free port on one node; required with --nnodes > 1)")
+                 "port of the job's store on node 0 (default: a free port on one node; under srun the step's "
+                 "reserved port or one derived from its job id; else required with --nnodes > 1)")
       ->type_name("PORT");
   app.add_option("--grace-period", flags.grace_period, "seconds between SIGTERM and SIGKILL when the ranks are stopped")
       ->type_name("SECONDS")
@@ -76,7 +79,8 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.add_option_function<std::string>(
          "--token", [&flags](const std::string& token) { flags.token = token; },
          "the job's store token, the same for every node's launcher (default: a fresh random one on one node, "
-         "$SYNCGRAD_STORE_TOKEN with --nnodes > 1, which keeps it out of ps)")
+         "$SYNCGRAD_STORE_TOKEN with --nnodes > 1, which keeps it out of ps, else under srun slurm-JOB.STEP, which "
+         "keeps other jobs out but is no secret)")
       ->type_name("TOKEN");
   app.add_option_function<std::string>(
          "--timeout", [&flags](const std::string& seconds) { flags.timeout = seconds; },
@@ -92,33 +96,46 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.footer(
       "PROGRAM ARGS... runs once per rank (found via PATH), with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
       "GROUP_RANK, MASTER_ADDR, MASTER_PORT, SYNCGRAD_STORE_TOKEN, SYNCGRAD_STORE_SERVED=1, SYNCGRAD_JOB_ID (the "
-      "job's id, derived from the token, unless set), SYNCGRAD_RESTART_COUNT and OMP_NUM_THREADS=1 (unless set) in its environment and "
+      "job's id, derived from the token, unless set), SYNCGRAD_LAUNCHER=syncgrad-launch, SYNCGRAD_RESTART_COUNT and "
+      "OMP_NUM_THREADS=1 (unless set) in its environment and "
       "stdin at /dev/null. Each output line is prefixed with [rankN]. When a rank fails the others are stopped and "
       "syncgrad-launch exits with the failing rank's status (128+signal when it was killed); when syncgrad-launch "
-      "itself is killed, its ranks die with it. Use -- before a PROGRAM whose name starts with '-'.");
+      "itself is killed, its ranks die with it; SIGUSR1 is passed on to the ranks. Under srun, run one "
+      "syncgrad-launch per node (srun --ntasks-per-node=1): the layout flags not given come from the step. Use -- "
+      "before a PROGRAM whose name starts with '-'.");
 }
 
-LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> command) {
+LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> command,
+                          const std::optional<distributed::SlurmStep>& slurm) {
   LaunchOptions o;
   o.nproc_per_node = check_int("--nproc-per-node", flags.nproc_per_node, 1, kMaxCount,
                                "start at least one process, e.g. --nproc-per-node 2");
-  o.nnodes = check_int("--nnodes", flags.nnodes, 1, kMaxCount, "a job runs on at least one node, e.g. --nnodes 2");
-  o.node_rank = check_int("--node-rank", flags.node_rank, 0, kMaxCount, "nodes are numbered 0 .. nnodes-1");
-  SYNCGRAD_CHECK(o.node_rank < o.nnodes, UsageError, "--node-rank ", flags.node_rank, " is not below --nnodes ",
-                 flags.nnodes, ": nodes are numbered 0 .. ", o.nnodes - 1,
-                 "; give each node's launcher its own --node-rank");
-  SYNCGRAD_CHECK(static_cast<long long>(o.nproc_per_node) * o.nnodes <= kMaxCount, UsageError, "--nproc-per-node ",
-                 flags.nproc_per_node, " times --nnodes ", flags.nnodes, " is too many ranks; use fewer processes");
-  if (!flags.master_port.empty()) {
+  GivenLayout given;
+  if (!flags.nnodes.empty()) {
+    given.nnodes = check_int("--nnodes", flags.nnodes, 1, kMaxCount, "a job runs on at least one node, e.g. --nnodes 2");
+  }
+  if (!flags.node_rank.empty()) {
+    given.node_rank = check_int("--node-rank", flags.node_rank, 0, kMaxCount, "nodes are numbered 0 .. nnodes-1");
+  }
+  given.master_addr = !flags.master_addr.empty();
+  given.master_port = !flags.master_port.empty();
+  if (given.master_port) {
     o.master_port = static_cast<uint16_t>(
         check_int("--master-port", flags.master_port, 1, 65535, "pick a free port, e.g. --master-port 29500"));
   }
-  if (!flags.master_addr.empty()) o.master_addr = flags.master_addr;
+  if (given.master_addr) o.master_addr = flags.master_addr;
+  o.nnodes = given.nnodes.value_or(1);
+  o.node_rank = given.node_rank.value_or(0);
+  if (slurm) apply_slurm_step(*slurm, given, o);
+  SYNCGRAD_CHECK(o.node_rank < o.nnodes, UsageError, "--node-rank ", o.node_rank, " is not below --nnodes ", o.nnodes,
+                 ": nodes are numbered 0 .. ", o.nnodes - 1, "; give each node's launcher its own --node-rank");
+  SYNCGRAD_CHECK(static_cast<long long>(o.nproc_per_node) * o.nnodes <= kMaxCount, UsageError, "--nproc-per-node ",
+                 flags.nproc_per_node, " times --nnodes ", o.nnodes, " is too many ranks; use fewer processes");
   if (o.nnodes > 1) {
-    SYNCGRAD_CHECK(!flags.master_addr.empty(), UsageError, "--nnodes ", flags.nnodes,
+    SYNCGRAD_CHECK(!o.master_addr.empty() && (given.master_addr || slurm), UsageError, "--nnodes ", o.nnodes,
                    " needs --master-addr: the address of node 0 (where the store is served), reachable from every "
                    "node; pass the same --master-addr to every node's launcher");
-    SYNCGRAD_CHECK(!flags.master_port.empty(), UsageError, "--nnodes ", flags.nnodes,
+    SYNCGRAD_CHECK(o.master_port != 0, UsageError, "--nnodes ", o.nnodes,
                    " needs --master-port: a free port on node 0 for the job's store, e.g. --master-port 29500; pass "
                    "the same --master-port to every node's launcher");
   }
@@ -131,7 +148,7 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
   o.max_restarts = check_int("--max-restarts", flags.max_restarts, 0, kMaxRestarts,
                              "the times all ranks are started again after a failure, e.g. --max-restarts 3");
   SYNCGRAD_CHECK(o.max_restarts == 0 || o.nnodes == 1, UsageError, "--max-restarts ", flags.max_restarts,
-                 " with --nnodes ", flags.nnodes,
+                 " with --nnodes ", o.nnodes,
                  ": restarts are single-node for now (every node would have to restart together); use --nnodes 1, "
                  "or --max-restarts 0 and restart the job from its checkpoints");
   SYNCGRAD_CHECK(

@@ -9,13 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "distributed/scheduler_env.h"
+
 namespace syncgrad::launch {
 
 // The flags as strings, so that every bad value gets a message naming it and a hint.
 struct LaunchFlags {
   std::string nproc_per_node = "1";
-  std::string nnodes = "1";
-  std::string node_rank = "0";
+  std::string nnodes;     // "": 1, or the srun step's node count
+  std::string node_rank;  // "": 0, or SLURM_NODEID
   std::string master_addr;
   std::string master_port;
   std::string grace_period = "5";
@@ -39,6 +41,10 @@ struct LaunchOptions {
   std::optional<std::string> timeout;
   std::optional<std::string> rendezvous_timeout;
   std::vector<std::string> command;              // PROGRAM ARGS...
+  // Under srun: the step ("42.3", Slurm job 42 step 3) whose tasks are this job's nodes; the job's id, and its
+  // token unless one is given (see token.h). layout_note: the flags taken from the step, for the launcher to say.
+  std::optional<std::string> slurm_job;
+  std::string layout_note;
 
   int world_size() const { return nproc_per_node * nnodes; }
 };
@@ -46,7 +52,10 @@ struct LaunchOptions {
 // Declares the flags on `app` (which stops parsing at PROGRAM: everything from there on is the command).
 void add_flags(CLI::App& app, LaunchFlags& flags);
 
-// Checks the parsed flags and the command (app.remaining()); UsageError names the bad value and a fix.
-LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> command);
+// Checks the parsed flags and the command (app.remaining()); UsageError names the bad value and a fix. Inside an
+// srun step (`slurm`, from distributed::read_slurm_step()) the layout flags not given come from it
+// (slurm_layout.h).
+LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> command,
+                          const std::optional<distributed::SlurmStep>& slurm = std::nullopt);
 
 }  // namespace syncgrad::launch

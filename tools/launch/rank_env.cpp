@@ -32,6 +32,7 @@ std::vector<std::string> rank_environment(const std::vector<std::string>& base, 
       {"MASTER_PORT", std::to_string(store.port)},
       {"SYNCGRAD_STORE_TOKEN", store.token},
       {"SYNCGRAD_STORE_SERVED", "1"},
+      {"SYNCGRAD_LAUNCHER", "syncgrad-launch"},
       {"SYNCGRAD_RESTART_COUNT", std::to_string(restart_count)},
   };
   if (!job_id.empty()) set["SYNCGRAD_JOB_ID"] = job_id;

@@ -16,7 +16,7 @@ namespace {
 sigset_t handled_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM}) sigaddset(&set, sig);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGUSR1}) sigaddset(&set, sig);
   struct sigaction hangup {};
   sigaction(SIGHUP, nullptr, &hangup);
   if (hangup.sa_handler != SIG_IGN) sigaddset(&set, SIGHUP);

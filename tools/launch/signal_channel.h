@@ -1,5 +1,5 @@
-// SignalChannel: the signals syncgrad-launch reacts to (SIGCHLD, SIGINT, SIGTERM, and SIGHUP unless it was
-// ignored, as under nohup), blocked in the creating thread -- and so in every thread started after it, such
+// SignalChannel: the signals syncgrad-launch reacts to (SIGCHLD, SIGINT, SIGTERM, SIGUSR1, and SIGHUP unless it
+// was ignored, as under nohup), blocked in the creating thread -- and so in every thread started after it, such
 // as the store server's -- and read from a signalfd in the supervisor's poll loop. Also ignores SIGPIPE: a
 // closed stdout must not kill the launcher while its ranks run.
 #pragma once

@@ -147,6 +147,12 @@ void Supervisor::reap() {
 void Supervisor::on_signal(int sig) {
   std::string name = std::string("SIG") + (sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
   got_stop_signal_ = true;
+  if (sig == SIGUSR1) {
+    // A preemption notice (sbatch --signal=USR1@60): the ranks decide; those that handle it save and exit 75.
+    report("got SIGUSR1; passing it on to " + plural(running_count(), "rank"));
+    signal_running(SIGUSR1);
+    return;
+  }
   if (!stopping_) {
     stop_signal_ = sig;
     stop("got " + name, "");

@@ -1,7 +1,9 @@
 // Supervisor: runs the ranks of this node until they all end. It forwards their output line by line with a
 // "[rankN]: " prefix (stdout to stdout, stderr to stderr) and, when a rank fails or the launcher is told to
 // stop (SIGINT, SIGTERM, SIGHUP), stops every rank: SIGTERM (and SIGCONT, for a stopped rank) to each rank's
-// process group, SIGKILL after the grace period (at once on a second signal).
+// process group, SIGKILL after the grace period (at once on a second signal). SIGUSR1, a scheduler's notice of
+// preemption (sbatch --signal=USR1@60), is passed on to each rank's process group and nothing more: a rank that
+// handles it (distributed/preemption.h) saves and exits 75, one that does not dies of it, as without the launcher.
 #pragma once
 
 #include <sys/types.h>
@@ -36,7 +38,8 @@ class Supervisor {
   int run();
 
   // After run(): the first failing rank and its wait status (none when every rank succeeded), and whether the
-  // launcher got a stop signal (SIGINT, SIGTERM, SIGHUP) at any time -- then the job must not be restarted.
+  // launcher got a stop signal (SIGINT, SIGTERM, SIGHUP) or passed on a SIGUSR1 at any time -- then the job must
+  // not be restarted.
   std::optional<int> failed_rank() const { return failed_rank_; }
   std::optional<int> failure_status() const { return failure_status_; }
   bool got_stop_signal() const { return got_stop_signal_; }

@@ -1,5 +1,5 @@
-// Chooses the job's store token: given (--token or SYNCGRAD_STORE_TOKEN, which every node must share) or
-// freshly drawn from /dev/urandom on a single node; and the job id derived from it.
+// Chooses the job's store token: given (--token or SYNCGRAD_STORE_TOKEN, which every node must share), freshly
+// drawn from /dev/urandom on a single node, or named after the srun step; and the job's id.
 #include "tools/launch/token.h"
 
 #include <cerrno>
@@ -33,15 +33,17 @@ std::string job_token(const LaunchOptions& options) {
   if (options.nnodes == 1) return random_token();
   const char* from_env = std::getenv("SYNCGRAD_STORE_TOKEN");
   if (from_env != nullptr && *from_env != '\0') return from_env;
+  if (options.slurm_job) return "slurm-" + *options.slurm_job;
   throw UsageError("--nnodes " + std::to_string(options.nnodes) +
                    " needs the job's store token, shared by all nodes: pass the same --token to every node's "
                    "launcher (or export the same SYNCGRAD_STORE_TOKEN on every node), e.g. generate one with "
                    "openssl rand -hex 16");
 }
 
-std::string job_id(const std::string& token) {
+std::string job_id(const std::string& token, const std::optional<std::string>& slurm_job) {
   const char* from_env = std::getenv("SYNCGRAD_JOB_ID");
   if (from_env != nullptr && *from_env != '\0') return from_env;
+  if (slurm_job && !slurm_job->empty()) return *slurm_job;
   return "sg-" + sha256_hex("syncgrad job id\n" + token).substr(0, 12);
 }
 

@@ -84,6 +84,9 @@ void save_if_due(TrainingRun& run) {
       run.preemption ? run.preemption->poll(run.job.group().get()) : distributed::PreemptionDecision{};
   if (decision.stop && !ends_run) {
     const std::string dir = save(run);
+    // Rank 0 serves the job's store unless syncgrad-launch does (srun, mpirun, variables set by hand): it must
+    // not exit, taking the store with it, before every rank has read there that the save is done.
+    run.job.barrier();
     throw Preempted{distributed::PreemptionWatch::received_signal(), step, dir};
   }
   const bool every_n_steps = c.checkpoint_every > 0 && step % c.checkpoint_every == 0;
