@@ -6,6 +6,8 @@
 //                                                position (epoch, step, batch), the default generator's state,
 //                                                the GradScaler's state ("grad_scaler.<key>", --amp fp16), the
 //                                                optimizer's hyperparameters and the run's config
+//   ROOT/step-000123/comm_hook.safetensors       with a communication hook that keeps state (PowerSGD): every
+//                                                rank's state, "rank<R>.<key>" (gathered to rank 0)
 //   ROOT/step-000123/manifest.json               each file's size and CRC32, written last
 //   ROOT/latest -> step-000123                   the newest complete one
 // Model and training state always come from the same step. Checkpoints of the older layout (model.safetensors
@@ -23,6 +25,7 @@
 #include "nn/module.h"
 #include "optim/optimizer.h"
 #include "tensor/io/directory_lock.h"
+#include "tensor/io/safetensors.h"
 #include "tools/train/train_config.h"
 
 namespace syncgrad::train {
@@ -34,10 +37,19 @@ struct TrainingPosition {
   uint64_t rng_seed = 0;       // default generator state (dropout and other random ops)
   uint64_t rng_offset = 0;
   std::map<std::string, double> grad_scaler;  // GradScaler::state_dict() (--amp fp16); empty otherwise
+  // Where the data stood across ranks (data/data_position.h), so that a job of another world size can continue
+  // the epoch (--elastic): the saving job's world size (0 in checkpoints written before it was recorded), where
+  // the epoch began in its order and how many of its entries all ranks consumed together.
+  int64_t world_size = 0;
+  int64_t epoch_start = 0;
+  int64_t samples_consumed = 0;
+  bool distributed_order = false;  // the data came from a DistributedSampler (several processes, or --elastic)
+  io::NamedTensors comm_hook;      // every rank's communication-hook state, "rank<R>.<key>" (empty: none)
 };
 
 inline constexpr const char* kModelFileName = "model.safetensors";
 inline constexpr const char* kTrainingStateFileName = "training_state.safetensors";
+inline constexpr const char* kCommHookFileName = "comm_hook.safetensors";
 // The older layout's file at the top of the checkpoint directory (model and optimizer tensors together).
 inline constexpr const char* kLegacyCheckpointFileName = "checkpoint.safetensors";
 
