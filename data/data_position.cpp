@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "tensor/check.h"
+#include "tensor/errors.h"
 
 namespace syncgrad::data {
 namespace {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "tensor/check.h"
+#include "tensor/errors.h"
 
 namespace syncgrad::distributed {
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tensor/check.h"
+#include "tensor/errors.h"
 
 namespace syncgrad::train {
 
