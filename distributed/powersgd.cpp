@@ -89,9 +89,11 @@ class PowerSGDHook : public CommHook {
 
   std::shared_ptr<Work> launch(ProcessGroup& group, GradBucket& bucket) override {
     BucketState& s = states_[bucket.index];
-    s.compressed = bucket.iteration >= options_.start_iteration;
+    const bool compress = bucket.iteration >= options_.start_iteration;
+    // Laid out before `compressed` is set: a new layout starts from a fresh BucketState.
+    if (compress && s.layout_buffer != bucket.buffer.data_ptr()) layout(s, bucket);
+    s.compressed = compress;
     if (!s.compressed) return group.allreduce(bucket.buffer, ReduceOp::kSum);
-    if (s.layout_buffer != bucket.buffer.data_ptr()) layout(s, bucket);
     if (options_.use_error_feedback) raw::add_(bucket.buffer, s.error);
     for (size_t i = 0, offset = 0; i < s.vectors.size(); ++i) {
       raw::copy_(raw::narrow(s.flat_vectors, 0, offset, s.vectors[i].numel()), raw::flatten(s.vectors[i]));
