@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # PowerSGD in checkpoints: a 2-rank run with --comm-hook powersgd (compressing from step 10) stopped at step 12
 # and resumed to step 20 ends with the weights and training state of an uninterrupted 20-step run, bit for bit:
-# each rank's error feedback and warm-start factors and the DDP step count are saved (comm_hook.safetensors,
+# each rank's error feedback and warm-start factors and the DDP step count are saved (comm_state.safetensors,
 # gathered to rank 0) and restored. Also after a SIGTERM (preemption) at an unknown step.
 # Usage: test_powersgd_resume.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
@@ -19,7 +19,7 @@ same_as_straight() {  # same_as_straight name step: the resumed step directory e
   if [ ! -d "$tmp/straight-$2" ]; then "${ddp[@]}" "${args[@]}" --max-steps "$2" --checkpoint-dir "$tmp/straight-$2" \
     >/dev/null 2>&1; fi
   local file
-  for file in model.safetensors training_state.safetensors comm_hook.safetensors; do
+  for file in model.safetensors training_state.safetensors comm_state.safetensors; do
     check "$1: $file equals the uninterrupted run's" cmp -s "$tmp/$1/$last/$file" "$tmp/straight-$2/$last/$file"
   done
 }
@@ -27,7 +27,7 @@ same_as_straight() {  # same_as_straight name step: the resumed step directory e
 out=$("${ddp[@]}" "${args[@]}" --max-steps 12 --checkpoint-dir "$tmp/stopped" 2>&1); status=$?
 check "a 2-rank PowerSGD run of 12 steps succeeds" test $status -eq 0
 check "its checkpoint holds both ranks' PowerSGD state" \
-  test "$(grep -ao 'rank[01]\.hook\.param[0-9]*\.error' "$tmp/stopped/step-000012/comm_hook.safetensors" | sort -u |
+  test "$(grep -ao 'rank[01]\.hook\.param[0-9]*\.error' "$tmp/stopped/step-000012/comm_state.safetensors" | sort -u |
     cut -d. -f1 | sort -u | wc -l)" = 2
 out=$("${ddp[@]}" "${args[@]}" --max-steps 20 --resume auto --checkpoint-dir "$tmp/stopped" 2>&1); status=$?
 check "--resume auto to step 20 succeeds" test $status -eq 0

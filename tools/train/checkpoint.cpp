@@ -169,8 +169,8 @@ std::string save_checkpoint(const io::DirectoryLock& root, const std::string& mo
                        {{"format", "pt"}, {"model", model_name}, {"step", std::to_string(position.step)}});
   io::save_safetensors(writer.path_of(kTrainingStateFileName), optim::optimizer_tensors(opt_state),
                        position_metadata(model_name, position, opt_state, config));
-  if (!position.comm_hook.empty()) {
-    io::save_safetensors(writer.path_of(kCommHookFileName), position.comm_hook,
+  if (!position.comm_state.empty()) {
+    io::save_safetensors(writer.path_of(kCommStateFileName), position.comm_state,
                          {{"step", std::to_string(position.step)}, {"world_size", std::to_string(position.world_size)}});
   }
   test_delay_before_commit();
@@ -249,8 +249,8 @@ TrainingPosition load_checkpoint(const CheckpointLocation& location, const std::
       state.tensors, require(meta, optim::kOptimizerGroupsField, location.state_file), location.state_file);
   optimizer.load_state_dict(opt_state);
   TrainingPosition position = position_from_metadata(meta, location.state_file);
-  const std::string comm_file = join(location.directory, kCommHookFileName);
-  if (exists(comm_file)) position.comm_hook = io::load_safetensors(comm_file).tensors;
+  const std::string comm_file = join(location.directory, kCommStateFileName);
+  if (exists(comm_file)) position.comm_state = io::load_safetensors(comm_file).tensors;
   return position;
 }
 

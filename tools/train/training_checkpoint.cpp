@@ -37,7 +37,7 @@ std::string save(TrainingRun& run) {
   run.losses.check();
   if (!run.rank0_saves) return "";
   // Collective: each rank's comm hook state (PowerSGD's error feedback) goes into rank 0's checkpoint.
-  if (run.ddp) run.position.comm_hook = distributed::gather_comm_state(*run.ddp);
+  if (run.ddp) run.position.comm_state = distributed::gather_comm_state(*run.ddp);
   std::string dir;
   on_rank0_while_others_wait(run, "saving the checkpoint", [&] {
     dir = save_checkpoint(*run.checkpoint_lock, c.model, *run.model, *run.optimizer, run.position, c,

@@ -106,16 +106,16 @@ TrainingRun::TrainingRun(const TrainConfig& c, std::ostream& console)
 // The comm hook's state saved with the checkpoint (PowerSGD's error feedback and warm-start factors, per rank);
 // after a change of world size only the step count carries over (comm_state_io.h).
 void TrainingRun::restore_comm_state() {
-  if (position.comm_hook.empty()) return;
-  const std::string file = resumed_from + "/" + kCommHookFileName;
+  if (position.comm_state.empty()) return;
+  const std::string file = resumed_from + "/" + kCommStateFileName;
   if (ddp) {
-    distributed::restore_comm_state(*ddp, position.comm_hook, position.world_size, file,
+    distributed::restore_comm_state(*ddp, position.comm_state, position.world_size, file,
                                     rank == 0 ? std::cerr : silent);
   } else if (rank == 0) {
     std::cerr << "warning: " << file << ": the comm hook state of the " << position.world_size
               << " ranks that saved it is not used by a single process\n";
   }
-  position.comm_hook.clear();
+  position.comm_state.clear();
 }
 
 // The model's initial weights come from --seed (or --init-from); the default generator (dropout, shuffling
