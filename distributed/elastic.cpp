@@ -21,7 +21,8 @@ void check_world_size_change(int64_t saved_world, int64_t world, bool allowed, c
                              const std::string& how_to_allow) {
   SYNCGRAD_CHECK(saved_world == world || allowed, ValueError, what, " was saved by a job of world size ", saved_world,
                  " but this one has ", world, "; resume with ", saved_world, " processes, or ", how_to_allow,
-                 " to continue at world size ", world, " (the epoch's remaining samples are split among the new ranks)");
+                 " to continue at world size ", world,
+                 " (the epoch's remaining samples are split among the new ranks)");
 }
 
 }  // namespace syncgrad::distributed

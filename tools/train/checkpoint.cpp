@@ -170,8 +170,9 @@ std::string save_checkpoint(const io::DirectoryLock& root, const std::string& mo
   io::save_safetensors(writer.path_of(kTrainingStateFileName), optim::optimizer_tensors(opt_state),
                        position_metadata(model_name, position, opt_state, config));
   if (!position.comm_state.empty()) {
-    io::save_safetensors(writer.path_of(kCommStateFileName), position.comm_state,
-                         {{"step", std::to_string(position.step)}, {"world_size", std::to_string(position.world_size)}});
+    const std::map<std::string, std::string> metadata = {{"step", std::to_string(position.step)},
+                                                         {"world_size", std::to_string(position.world_size)}};
+    io::save_safetensors(writer.path_of(kCommStateFileName), position.comm_state, metadata);
   }
   test_delay_before_commit();
   const std::string dir = writer.commit();
