@@ -37,9 +37,9 @@ void SampleRecord::add_batch() {
   if (!file_) return;
   const size_t begin = std::min(indices_.size(), static_cast<size_t>(next_batch_ * batch_size_));
   const size_t end = std::min(indices_.size(), begin + static_cast<size_t>(batch_size_));
-  std::string line = std::to_string(epoch_);
-  for (size_t i = begin; i < end; ++i) line += " " + std::to_string(indices_[i]);
-  *file_ << line << std::endl;
+  *file_ << epoch_;
+  for (size_t i = begin; i < end; ++i) *file_ << ' ' << indices_[i];
+  *file_ << std::endl;
   ++next_batch_;
 }
 
