@@ -4,7 +4,8 @@
 # (SYNCGRAD_RECORD_SAMPLES). Within the first epoch every sample is seen exactly once, besides the
 # DistributedSampler's padding at the epoch's end (as many repeats as the last job's ranks need to share the
 # remaining samples evenly); the next epoch is an ordinary 2-rank epoch. Without elastic mode the other world
-# size is refused, naming both sizes and the flag. PowerSGD's per-rank state cannot carry over: a warning says so.
+# size is refused, naming both sizes and the flag; so is a single process's RandomSampler order, at any size.
+# PowerSGD's per-rank state cannot carry over: a warning says so.
 # Usage: test_elastic_resume.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
 launch="$1"; train="$2"
@@ -12,9 +13,9 @@ launch="$1"; train="$2"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for i in $(seq 100); do echo "a rolling stone gathers no moss, number $((i % 5))."; done >"$tmp/text"
 batch=4
-args=(--model gpt --data-dir "$tmp/text" --model-config "block_size=16,n_layer=1,n_head=2,n_embd=16"
-  --batch-size $batch --optimizer adamw --lr 0.01 --workers 1 --log-every 100 --epochs 2 --comm-hook powersgd
-  --checkpoint-dir "$tmp/ckpt")
+base=(--model gpt --data-dir "$tmp/text" --model-config "block_size=16,n_layer=1,n_head=2,n_embd=16"
+  --batch-size $batch --optimizer adamw --lr 0.01 --workers 1 --log-every 100 --epochs 2 --comm-hook powersgd)
+args=("${base[@]}" --checkpoint-dir "$tmp/ckpt")
 export SYNCGRAD_RECORD_SAMPLES="$tmp/samples"
 
 out=$("$launch" --nproc-per-node 2 "$train" "${args[@]}" --max-steps 3 2>&1); status=$?
@@ -59,4 +60,13 @@ check "epoch 1 (2 -> 1 -> 2 ranks) sees every sample" test "$distinct0" = "$samp
 check "exactly once, besides the last job's padding of the $remaining remaining samples" \
   test "$total0" = $((samples + remaining % 2))
 echo "epoch 1: $total0 samples trained, $distinct0 distinct; epoch 2: $total1, $distinct1 distinct"
+
+# A single process without --elastic reads a RandomSampler's order, which 2 ranks cannot continue.
+unset SYNCGRAD_RECORD_SAMPLES
+single=("${base[@]}" --checkpoint-dir "$tmp/single")
+out=$("$train" "${single[@]}" --max-steps 2 2>&1); status=$?
+check "1 process without --elastic trains 2 steps" test $status -eq 0
+out=$("$launch" --nproc-per-node 2 "$train" "${single[@]}" --max-steps 4 --resume auto --elastic 2>&1); status=$?
+check "2 ranks cannot continue its order, even with --elastic" test $status -ne 0
+check "saying why and what to do" grep -q "saved by a single process without --elastic, whose data order" <<<"$out"
 finish
