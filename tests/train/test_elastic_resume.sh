@@ -4,7 +4,8 @@
 # (SYNCGRAD_RECORD_SAMPLES). Within the first epoch every sample is seen exactly once, besides the
 # DistributedSampler's padding at the epoch's end (as many repeats as the last job's ranks need to share the
 # remaining samples evenly); the next epoch is an ordinary 2-rank epoch. Without elastic mode the other world
-# size is refused, naming both sizes and the flag; so is a single process's RandomSampler order, at any size.
+# size is refused, naming both sizes and the flag; a single process's RandomSampler order is refused at any other
+# size even with --elastic.
 # PowerSGD's per-rank state cannot carry over: a warning says so.
 # Usage: test_elastic_resume.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
