@@ -86,6 +86,7 @@
 #include "data/batch_maker.h"
 #include "data/worker_pool.h"
 #include "data/loader.h"
+#include "data/data_position.h"
 #include "data/cifar10.h"
 #include "data/transforms.h"
 #include "data/token_windows.h"
@@ -107,3 +108,5 @@
 #include "distributed/data_parallel.h"
 #include "distributed/preemption.h"
 #include "distributed/training_state.h"
+#include "distributed/elastic.h"
+#include "distributed/comm_state_io.h"

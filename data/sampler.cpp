@@ -77,19 +77,40 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replica
   SYNCGRAD_CHECK(num_replicas >= 1, ValueError, "DistributedSampler: num_replicas must be >= 1, got ", num_replicas);
   SYNCGRAD_CHECK(rank >= 0 && rank < num_replicas, ValueError, "DistributedSampler: rank ", rank,
                  " is out of range [0, ", num_replicas - 1, "] for num_replicas ", num_replicas);
-  const int64_t n = dataset_size, r = num_replicas;
-  num_samples_ = (drop_last && n % r != 0) ? n / r : (n + r - 1) / r;
+}
+
+int64_t DistributedSampler::samples_per_rank(int64_t start) const {
+  const int64_t n = dataset_size_ - start, r = num_replicas_;
+  return (drop_last_ && n % r != 0) ? n / r : (n + r - 1) / r;
+}
+
+void DistributedSampler::resume_epoch_at(int64_t epoch, int64_t start) {
+  SYNCGRAD_CHECK(epoch >= 0, ValueError, "DistributedSampler::resume_epoch_at: epoch must be >= 0, got ", epoch);
+  SYNCGRAD_CHECK(start >= 0 && start <= dataset_size_, ValueError, "DistributedSampler::resume_epoch_at: start ",
+                 start, " is out of range [0, ", dataset_size_, "] for a dataset of ", dataset_size_, " examples");
+  resumed_epoch_ = epoch;
+  resumed_start_ = start;
+  epoch_ = epoch;
+}
+
+int64_t DistributedSampler::global_position(int64_t epoch, int64_t taken) const {
+  const int64_t size = size_of_epoch(epoch);
+  SYNCGRAD_CHECK(taken >= 0 && taken <= size, ValueError, "DistributedSampler::global_position: taken ", taken,
+                 " is out of range [0, ", size, "] (this rank's indices in epoch ", epoch, ")");
+  return std::min(dataset_size_, start_of_epoch(epoch) + taken * num_replicas_);
 }
 
 std::vector<std::pair<std::string, std::string>> DistributedSampler::settings() const {
   return {{"dataset_size", std::to_string(dataset_size_)}, {"num_replicas", std::to_string(num_replicas_)},
           {"shuffle", shuffle_ ? "true" : "false"},         {"seed", std::to_string(seed_)},
-          {"drop_last", drop_last_ ? "true" : "false"},     {"epoch", std::to_string(epoch_)}};
+          {"drop_last", drop_last_ ? "true" : "false"},     {"epoch", std::to_string(epoch_)},
+          {"epoch_start", std::to_string(epoch_start())}};
 }
 
 std::vector<int64_t> DistributedSampler::indices() const {
   std::vector<int64_t> order =
       shuffle_ ? permutation(dataset_size_, Generator(seed_ + static_cast<uint64_t>(epoch_))) : iota(dataset_size_);
+  order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(epoch_start()));
   const size_t total = static_cast<size_t>(total_size());
   if (order.size() > total) {
     order.resize(total);
@@ -98,7 +119,7 @@ std::vector<int64_t> DistributedSampler::indices() const {
     for (size_t i = 0; order.size() < total; ++i) order.push_back(order[i % n]);
   }
   std::vector<int64_t> mine;
-  mine.reserve(static_cast<size_t>(num_samples_));
+  mine.reserve(total / static_cast<size_t>(num_replicas_));
   for (size_t i = static_cast<size_t>(rank_); i < total; i += static_cast<size_t>(num_replicas_)) {
     mine.push_back(order[i]);
   }

@@ -3,7 +3,9 @@
 // A hook's launch() runs during backward as soon as the bucket is full; finish() runs at the end of backward
 // after the Work completed and must leave the averaged gradients in bucket.buffer. check_bucket() runs when the
 // hook is set, once per bucket, so a hook refuses buckets it cannot reduce as its name says instead of quietly
-// doing something else.
+// doing something else. A hook that keeps state between iterations (PowerSGD) gives it with state_dict() and
+// takes it back with load_state_dict(), so that a checkpoint continues it exactly (per rank: each rank's state
+// is its own).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@ struct GradBucket {
   size_t index = 0;
   Tensor buffer;                  // (numel) flat gradients of the bucket's parameters, already / world size
   std::vector<Tensor> gradients;  // views into buffer, shaped like the parameters
+  std::vector<size_t> parameters;  // each gradient's parameter: its index among DDP's trainable parameters
   int64_t iteration = 0;          // synchronised backward passes before this one
 };
 
@@ -35,6 +38,15 @@ class CommHook {
   // of this dtype on this device. DistributedDataParallel calls it for every bucket at construction and in
   // register_comm_hook. Every dtype and device is accepted by default.
   virtual void check_bucket(DType dtype, const Device& device) const {}
+  // This rank's state that an exact continuation needs, under names that do not depend on how parameters are
+  // bucketed (PowerSGD: "param<i>.error" and "param<i>.q" per compressed parameter i); empty for a stateless
+  // hook. Host tensors, copies.
+  virtual std::vector<std::pair<std::string, Tensor>> state_dict() const { return {}; }
+  // Takes back what state_dict() gave (of the same hook on the same model), to be used from the next
+  // reduction on. ValueError naming the entry for state this hook cannot take (any, for a stateless hook).
+  virtual void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
+  // Forgets all state, as a new hook would start (after a change of world size, say).
+  virtual void reset_state() {}
 };
 
 // Sum of the pre-divided buffers: the average (PyTorch's default).

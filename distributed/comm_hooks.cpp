@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "tensor/check.h"
 #include "tensor/errors.h"
 #include "tensor/ops/copy.h"
 
@@ -43,6 +44,11 @@ class CompressHook : public CommHook {
 };
 
 }  // namespace
+
+void CommHook::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) {
+  SYNCGRAD_CHECK(state.empty(), ValueError, "comm hook ", name(), " keeps no state, but the state to load has \"",
+                 state.front().first, "\" (saved with another comm hook?)");
+}
 
 std::shared_ptr<CommHook> allreduce_hook() { return std::make_shared<AllreduceHook>(); }
 std::shared_ptr<CommHook> fp16_compress_hook() { return std::make_shared<CompressHook>(DType::f16); }

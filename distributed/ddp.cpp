@@ -1,12 +1,14 @@
 // DistributedDataParallel: the construction checks and broadcasts, forward with buffer broadcast, and
-// load_model_state's "module." prefix handling.
+// the communication state of a checkpoint, and load_model_state's "module." prefix handling.
 #include "distributed/ddp.h"
 
+#include <optional>
 
 #include "autograd/grad_mode.h"
 #include "distributed/consistency.h"
 #include "distributed/errors.h"
 #include "tensor/check.h"
+#include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad::distributed {
@@ -85,6 +87,34 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
   if (options_.broadcast_buffers && group_->size() > 1 && is_training()) broadcast_buffers();
   if (is_training() && autograd::GradMode::is_enabled()) reducer_->note_forward();
   return module_->forward(input);
+}
+
+std::vector<std::pair<std::string, Tensor>> DistributedDataParallel::comm_state() const {
+  std::vector<std::pair<std::string, Tensor>> state = {{"iteration", tensor({reducer_->iteration()})}};
+  for (auto& [key, value] : reducer_->comm_hook()->state_dict()) state.emplace_back("hook." + key, value);
+  return state;
+}
+
+void DistributedDataParallel::load_comm_state(const std::vector<std::pair<std::string, Tensor>>& state) {
+  std::optional<int64_t> iteration;
+  std::vector<std::pair<std::string, Tensor>> hook_state;
+  for (const auto& [key, value] : state) {
+    if (key == "iteration") {
+      SYNCGRAD_CHECK(value.numel() == 1 && value.dtype() == DType::i64, ValueError,
+                     "DistributedDataParallel::load_comm_state: \"iteration\" must be one int64, got ",
+                     value.numel(), " value(s) of ", dtype_name(value.dtype()));
+      iteration = value.contiguous().data_ptr<int64_t>()[0];
+    } else if (key.rfind("hook.", 0) == 0) {
+      hook_state.emplace_back(key.substr(5), value);
+    } else {
+      throw ValueError("DistributedDataParallel::load_comm_state: unknown entry \"" + key +
+                       "\" (expected \"iteration\" and \"hook.<key>\")");
+    }
+  }
+  SYNCGRAD_CHECK(iteration.has_value(), ValueError,
+                 "DistributedDataParallel::load_comm_state: the state has no \"iteration\" entry");
+  reducer_->comm_hook()->load_state_dict(hook_state);
+  reducer_->set_iteration(*iteration);
 }
 
 void load_model_state(nn::Module& model, nn::StateDict state, bool strict) {

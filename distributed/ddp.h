@@ -48,6 +48,11 @@ class DistributedDataParallel : public nn::Module {
   std::vector<std::vector<std::string>> bucket_names() const { return reducer_->bucket_names(); }
   // Synchronised backward passes so far (no_sync backwards do not count).
   int64_t synced_steps() const { return reducer_->iteration(); }
+  // This rank's communication state for an exact continuation: "iteration" (the synchronised steps, a 1-element
+  // int64 tensor: PowerSGD compresses from an iteration on) and the comm hook's state_dict() as "hook.<key>".
+  std::vector<std::pair<std::string, Tensor>> comm_state() const;
+  // Takes back comm_state()'s output (before the next backward). ValueError naming the entry it cannot take.
+  void load_comm_state(const std::vector<std::pair<std::string, Tensor>>& state);
   // Copies rank 0's buffers to every rank now (forward does it when broadcast_buffers).
   void broadcast_buffers();
 

@@ -1,9 +1,11 @@
 // The PowerSGD communication hook (Vogels et al., 2019, as in PyTorch): each gradient matrix M (n x m) of a
 // bucket is sent as two thin factors P = M Q (n x r) and Q = M^T P (m x r) instead of n * m values; vectors
 // and matrices that would not shrink enough are allreduced as they are. The part of M the approximation
-// missed is kept (error feedback) and added to the next iteration's gradient; Q is reused (warm start).
+// missed is kept (error feedback) and added to the next iteration's gradient; Q is reused (warm start). Both
+// are kept per parameter, so they survive the rebuild of the buckets and a checkpoint (state_dict).
 #include <cmath>
 #include <map>
+#include <regex>
 
 #include "distributed/comm_hook.h"
 #include "tensor/check.h"
@@ -41,6 +43,7 @@ void orthonormalize(const Tensor& p) {
 }
 
 struct Matrix {
+  size_t parameter = 0;  // index among DDP's trainable parameters
   Tensor m;  // (n, m) view into the bucket buffer
   int64_t rank = 1;
   Tensor q;  // (m, rank), kept across iterations for the warm start
@@ -55,6 +58,12 @@ struct BucketState {
   std::shared_ptr<Work> vectors_work;
   bool compressed = false;  // this iteration used PowerSGD
   const void* layout_buffer = nullptr;  // the buffer the layout was made for (buckets are rebuilt once)
+};
+
+// A compressed parameter's state outside a bucket: loaded from a checkpoint, or kept across a re-layout.
+struct ParameterState {
+  Tensor error;  // (n, m)
+  Tensor q;      // (m, rank)
 };
 
 class PowerSGDHook : public CommHook {
@@ -80,9 +89,11 @@ class PowerSGDHook : public CommHook {
 
   std::shared_ptr<Work> launch(ProcessGroup& group, GradBucket& bucket) override {
     BucketState& s = states_[bucket.index];
-    s.compressed = bucket.iteration >= options_.start_iteration;
+    const bool compress = bucket.iteration >= options_.start_iteration;
+    // Laid out before `compressed` is set: a new layout starts from a fresh BucketState.
+    if (compress && s.layout_buffer != bucket.buffer.data_ptr()) layout(s, bucket);
+    s.compressed = compress;
     if (!s.compressed) return group.allreduce(bucket.buffer, ReduceOp::kSum);
-    if (s.layout_buffer != bucket.buffer.data_ptr()) layout(s, bucket);
     if (options_.use_error_feedback) raw::add_(bucket.buffer, s.error);
     for (size_t i = 0, offset = 0; i < s.vectors.size(); ++i) {
       raw::copy_(raw::narrow(s.flat_vectors, 0, offset, s.vectors[i].numel()), raw::flatten(s.vectors[i]));
@@ -123,10 +134,54 @@ class PowerSGDHook : public CommHook {
     }
   }
 
+  std::vector<std::pair<std::string, Tensor>> state_dict() const override {
+    std::map<size_t, ParameterState> all = pending_;
+    for (const auto& [index, s] : states_) {
+      for (const Matrix& mat : s.matrices) all[mat.parameter] = {raw::clone(error_of(s, mat)), raw::clone(mat.q)};
+    }
+    std::vector<std::pair<std::string, Tensor>> state;
+    for (const auto& [parameter, saved] : all) {
+      state.emplace_back("param" + std::to_string(parameter) + ".error", saved.error);
+      state.emplace_back("param" + std::to_string(parameter) + ".q", saved.q);
+    }
+    return state;
+  }
+
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) override {
+    static const std::regex key_form(R"(param(\d+)\.(error|q))");
+    std::map<size_t, ParameterState> loaded;
+    for (const auto& [key, value] : state) {
+      std::smatch match;
+      SYNCGRAD_CHECK(std::regex_match(key, match, key_form), ValueError, "comm hook ", name(), ": unknown state \"",
+                     key, "\" (expected \"param<i>.error\" and \"param<i>.q\"; saved with another comm hook?)");
+      ParameterState& entry = loaded[std::stoul(match[1].str())];
+      (match[2].str() == "q" ? entry.q : entry.error) = raw::clone(value);
+    }
+    for (const auto& [parameter, entry] : loaded) {
+      SYNCGRAD_CHECK(entry.error.defined() && entry.q.defined() && entry.error.dim() == 2 && entry.q.dim() == 2,
+                     ValueError, "comm hook ", name(), ": the state of parameter ", parameter,
+                     " needs a 2-d \"error\" and a 2-d \"q\"");
+    }
+    states_.clear();  // laid out again at the next reduction, from the loaded state
+    pending_ = std::move(loaded);
+  }
+
+  void reset_state() override {
+    states_.clear();
+    pending_.clear();
+  }
+
  private:
   static int64_t offset_in(const GradBucket& bucket, const Tensor& view) {
     return (static_cast<const char*>(view.data_ptr()) - static_cast<const char*>(bucket.buffer.data_ptr())) /
            static_cast<int64_t>(view.element_size());
+  }
+  // The part of the bucket's error feedback that belongs to `mat`, shaped like it.
+  static Tensor error_of(const BucketState& s, const Matrix& mat) {
+    const int64_t offset =
+        (static_cast<const char*>(mat.m.data_ptr()) - static_cast<const char*>(s.layout_buffer)) /
+        static_cast<int64_t>(mat.m.element_size());
+    return raw::view(raw::narrow(s.error, 0, offset, mat.m.numel()), mat.m.sizes());
   }
   static Tensor p_view(BucketState& s, const Matrix& mat) {
     return raw::view(raw::narrow(s.flat_p, 0, mat.p_offset, mat.m.size(0) * mat.rank), {mat.m.size(0), mat.rank});
@@ -144,12 +199,14 @@ class PowerSGDHook : public CommHook {
 
   // Splits the bucket into vectors and compressible matrices and allocates the exchange buffers.
   void layout(BucketState& s, const GradBucket& bucket) {
+    for (const Matrix& mat : s.matrices) pending_[mat.parameter] = {raw::clone(error_of(s, mat)), raw::clone(mat.q)};
     s = BucketState{};
     s.layout_buffer = bucket.buffer.data_ptr();
     const DType dtype = bucket.buffer.dtype();
     s.error = zeros(bucket.buffer.sizes(), TensorOptions{dtype});
     int64_t vector_numel = 0, p_numel = 0, q_numel = 0;
-    for (const Tensor& g : bucket.gradients) {
+    for (size_t slot = 0; slot < bucket.gradients.size(); ++slot) {
+      const Tensor& g = bucket.gradients[slot];
       const int64_t n = g.dim() >= 2 ? g.size(0) : 1;
       const int64_t m = g.numel() / std::max<int64_t>(n, 1);
       const int64_t r = std::min<int64_t>({options_.matrix_approximation_rank, n, m});
@@ -161,6 +218,7 @@ class PowerSGDHook : public CommHook {
         continue;
       }
       Matrix mat;
+      mat.parameter = bucket.parameters.at(slot);
       mat.m = raw::view(g, {n, m});
       mat.rank = r;
       mat.p_offset = p_numel;
@@ -174,10 +232,29 @@ class PowerSGDHook : public CommHook {
     s.flat_q = zeros({q_numel}, TensorOptions{dtype});
     for (Matrix& mat : s.matrices) mat.q = zeros({mat.m.size(1), mat.rank}, TensorOptions{dtype});
     fresh_q(s, bucket.index, 0);
+    for (Matrix& mat : s.matrices) take_pending(s, mat);
   }
+
+  // Continues `mat` from the state kept for its parameter, if any.
+  void take_pending(BucketState& s, Matrix& mat) {
+    const auto it = pending_.find(mat.parameter);
+    if (it == pending_.end()) return;
+    const ParameterState& saved = it->second;
+    Tensor error = error_of(s, mat);
+    SYNCGRAD_CHECK(saved.error.sizes() == error.sizes() && saved.q.sizes() == mat.q.sizes(), ValueError,
+                   "comm hook ", name(), ": the state of parameter ", mat.parameter, " has error ",
+                   shape_str(saved.error.sizes()), " and q ", shape_str(saved.q.sizes()), " but its gradient needs ",
+                   shape_str(error.sizes()), " and ", shape_str(mat.q.sizes()),
+                   " (saved with another model or matrix_approximation_rank?)");
+    raw::copy_(error, saved.error);
+    raw::copy_(mat.q, saved.q);
+    pending_.erase(it);
+  }
+
 
   PowerSGDOptions options_;
   std::map<size_t, BucketState> states_;
+  std::map<size_t, ParameterState> pending_;  // by parameter, until its bucket is laid out
 };
 
 }  // namespace

@@ -62,6 +62,7 @@ void Reducer::build_buckets(const std::vector<size_t>& order) {
     for (size_t index : plan[b]) total += params_[index].second.numel();
     const Tensor& first = params_[plan[b].front()].second;
     bucket.grad.index = b;
+    bucket.grad.parameters = plan[b];
     bucket.grad.buffer = zeros({total}, TensorOptions{first.dtype(), first.device()});
     int64_t offset = 0;
     for (size_t slot = 0; slot < plan[b].size(); ++slot) {
@@ -73,6 +74,14 @@ void Reducer::build_buckets(const std::vector<size_t>& order) {
     }
     buckets_.push_back(std::move(bucket));
   }
+}
+
+void Reducer::set_iteration(int64_t iteration) {
+  SYNCGRAD_CHECK(!in_backward_, DistributedError,
+                 "DistributedDataParallel: cannot set the iteration count during backward");
+  SYNCGRAD_CHECK(iteration >= 0, ValueError, "DistributedDataParallel: the iteration count must be >= 0, got ",
+                 iteration);
+  iteration_ = iteration;
 }
 
 std::vector<std::vector<std::string>> Reducer::bucket_names() const {
@@ -128,7 +137,7 @@ void Reducer::mark_ready(size_t index, bool used) {
   }
   ready_[index] = 1;
   used_[index] = used ? 1 : 0;
-  if (iteration_ == 0) ready_order_.push_back(index);
+  if (!rebuilt_) ready_order_.push_back(index);
   if (--bucket.pending == 0 && options_.overlap) launch_full_buckets();
 }
 

@@ -59,6 +59,9 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   const std::shared_ptr<CommHook>& comm_hook() const { return hook_; }
   const DDPStats& last_stats() const { return stats_; }
   int64_t iteration() const { return iteration_; }
+  // Continues the count of synchronised backward passes (a resumed run's); not during backward. ValueError for
+  // a negative count.
+  void set_iteration(int64_t iteration);
   // Parameter names per bucket, in launch order.
   std::vector<std::vector<std::string>> bucket_names() const;
 

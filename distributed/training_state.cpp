@@ -7,6 +7,9 @@
 #include <optional>
 #include <vector>
 
+#include "data/data_position.h"
+#include "distributed/comm_state_io.h"
+#include "distributed/elastic.h"
 #include "distributed/host_values.h"
 #include "distributed/init.h"
 #include "distributed/rank0_work.h"
@@ -25,6 +28,7 @@ namespace fs = std::filesystem;
 constexpr const char* kFormat = "syncgrad-training-state/1";
 constexpr const char* kModelFile = "model.safetensors";
 constexpr const char* kStateFile = "training_state.safetensors";
+constexpr const char* kCommStateFile = "comm_state.safetensors";
 const std::string kGradScalerPrefix = "grad_scaler.";
 const std::string kSchedulerPrefix = "lr_scheduler.";
 
@@ -107,12 +111,16 @@ struct TrainingState::Tracked {
   optim::LRScheduler* scheduler = nullptr;
   optim::GradScaler* scaler = nullptr;
   data::DataLoader* loader = nullptr;
+  DistributedDataParallel* ddp = nullptr;
+  bool elastic = false;
   std::optional<io::DirectoryLock> lock;  // rank 0, of the root saved to
   std::string locked_root;
 };
 
 TrainingState::TrainingState(std::shared_ptr<ProcessGroup> group)
-    : group_(std::move(group)), tracked_(std::make_unique<Tracked>()) {}
+    : group_(std::move(group)), tracked_(std::make_unique<Tracked>()) {
+  tracked_->elastic = elastic_requested_by_environment();
+}
 
 TrainingState::~TrainingState() = default;
 
@@ -142,6 +150,14 @@ TrainingState& TrainingState::track(data::DataLoader& loader) {
   set_once(tracked_->loader, loader, "DataLoader");
   return *this;
 }
+TrainingState& TrainingState::track(DistributedDataParallel& ddp) {
+  set_once(tracked_->ddp, ddp, "DistributedDataParallel");
+  return track(*ddp.module());
+}
+TrainingState& TrainingState::allow_world_size_change(bool allow) {
+  tracked_->elastic = allow;
+  return *this;
+}
 
 std::string TrainingState::save(const std::string& root, int keep) {
   const Tracked& t = *tracked_;
@@ -151,6 +167,8 @@ std::string TrainingState::save(const std::string& root, int keep) {
   const int rank = group_ ? group_->rank() : 0;
   const int world = group_ ? group_->size() : 1;
   std::string dir;
+  // Collective: every rank's comm state (PowerSGD's error feedback is per rank) goes into rank 0's checkpoint.
+  const CommState comm_state = t.ddp ? gather_comm_state(*t.ddp) : CommState{};
   const auto write = [&] {
     if (!tracked_->lock || tracked_->locked_root != root) {
       std::error_code ec;
@@ -172,12 +190,13 @@ std::string TrainingState::save(const std::string& root, int keep) {
       metadata.emplace(optim::kOptimizerGroupsField, optim::optimizer_groups_json(state));
     }
     if (t.loader) {
-      const data::LoaderState position = t.loader->state();
+      const data::DataPosition position = data::data_position(*t.loader, world);
       const int64_t global_batch = t.loader->options().batch_size * world;
       metadata.emplace("epoch", std::to_string(position.epoch));
       metadata.emplace("batches_consumed", std::to_string(position.batches_consumed));
       metadata.emplace("global_batch_size", std::to_string(global_batch));
-      metadata.emplace("samples_consumed", std::to_string(position.batches_consumed * global_batch));
+      metadata.emplace("epoch_start", std::to_string(position.epoch_start));
+      metadata.emplace("samples_consumed", std::to_string(position.global_position));
     }
     if (t.scheduler) put_prefixed(metadata, kSchedulerPrefix, t.scheduler->state_dict());
     if (t.scaler) put_prefixed(metadata, kGradScalerPrefix, t.scaler->state_dict());
@@ -185,6 +204,10 @@ std::string TrainingState::save(const std::string& root, int keep) {
     io::save_safetensors(writer.path_of(kModelFile), t.model->state_dict(),
                          {{"format", "pt"}, {"step", std::to_string(step)}});
     io::save_safetensors(writer.path_of(kStateFile), tensors, metadata);
+    if (t.ddp) {
+      io::save_safetensors(writer.path_of(kCommStateFile), comm_state,
+                           {{"step", std::to_string(step)}, {"world_size", std::to_string(world)}});
+    }
     dir = writer.commit();
     if (keep > 0) io::prune_checkpoints(*tracked_->lock, keep);
   };
@@ -226,11 +249,24 @@ bool TrainingState::restore(const std::string& path, std::ostream& warnings) {
                  meta.at("format"), "\" is not ", kFormat, " (syncgrad-train's checkpoints load with --resume)");
   const int world = group_ ? group_->size() : 1;
   const int64_t saved_world = integer_field(meta, "world_size", state_file);
-  SYNCGRAD_CHECK(saved_world == world, ValueError, "checkpoint ", state_file, " was saved by a job of world size ",
-                 saved_world, " but this one has ", world, "; resume with ", saved_world, " processes");
+  check_world_size_change(saved_world, world, t.elastic, "checkpoint " + state_file,
+                          "call TrainingState::allow_world_size_change(true) (or set SYNCGRAD_ELASTIC=1)");
   io::SafetensorsContents weights = io::load_safetensors(model_file);
   io::check_state_matches(t.model->state_dict(), weights.tensors, model_file);
-  if (t.loader) {
+  const std::string comm_file = (fs::path(*dir) / kCommStateFile).string();
+  CommState comm_state;
+  if (t.ddp) {
+    SYNCGRAD_CHECK(fs::exists(comm_file), ValueError, "checkpoint ", *dir, " has no ", kCommStateFile,
+                   " but a DistributedDataParallel is tracked; restore it from a checkpoint saved with it tracked");
+    comm_state = io::load_safetensors(comm_file).tensors;
+  }
+  if (t.loader && saved_world != world) {
+    const auto* sampler = dynamic_cast<const data::DistributedSampler*>(t.loader->options().sampler.get());
+    SYNCGRAD_CHECK(sampler != nullptr, ValueError, "checkpoint ", state_file, " was saved by a job of world size ",
+                   saved_world, "; continuing it at world size ", world, " needs the tracked DataLoader to read "
+                   "through a DistributedSampler (it splits the epoch's remaining samples among the ranks)");
+  }
+  if (t.loader && saved_world == world) {
     const int64_t global_batch = t.loader->options().batch_size * world;
     const int64_t saved_batch = integer_field(meta, "global_batch_size", state_file);
     SYNCGRAD_CHECK(saved_batch == global_batch, ValueError, "checkpoint ", state_file, " was saved with a global "
@@ -255,8 +291,18 @@ bool TrainingState::restore(const std::string& path, std::ostream& warnings) {
   if (t.scheduler) t.scheduler->load_state_dict(scheduler_state);
   if (t.scaler && t.scaler->is_enabled()) t.scaler->load_state_dict(scaler_state);
   if (t.loader) {
-    t.loader->load_state({integer_field(meta, "epoch", state_file), integer_field(meta, "batches_consumed", state_file)});
+    const auto optional_field = [&](const char* key) {
+      return meta.count(key) ? integer_field(meta, key, state_file) : int64_t{0};  // absent before elastic resume
+    };
+    data::restore_data_position(*t.loader,
+                                {.epoch = integer_field(meta, "epoch", state_file),
+                                 .batches_consumed = integer_field(meta, "batches_consumed", state_file),
+                                 .epoch_start = optional_field("epoch_start"),
+                                 .global_position = optional_field("samples_consumed"),
+                                 .world_size = saved_world},
+                                world);
   }
+  if (t.ddp) restore_comm_state(*t.ddp, comm_state, saved_world, comm_file, warnings);
   default_generator().set_state(rng_seed, rng_offset);
   step = found;
   return true;

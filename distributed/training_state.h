@@ -1,7 +1,8 @@
 // Checkpoints of a user's own training loop, in the step-directory layout of tensor/io/checkpoint_directory.h:
 // everything an exact continuation needs — the model, the optimizer, the LR scheduler, the GradScaler, the
 // default generator (dropout and other random ops), the DataLoader's (and so the DistributedSampler's) position
-// mid-epoch, the step, the world size and the global batch size.
+// mid-epoch, DistributedDataParallel's communication state (each rank's PowerSGD error feedback and warm-start
+// factors), the step, the world size and the global batch size.
 //   distributed::TrainingState state(group);
 //   state.track(*model).track(optimizer).track(scheduler).track(loader);
 //   state.restore(dir);                                  // the newest complete checkpoint of dir, if any
@@ -18,7 +19,15 @@
 //   }
 // The files: ROOT/step-NNNNNN/model.safetensors (the model's state_dict, PyTorch key names) and
 // training_state.safetensors ("optimizer.<key>" tensors; in its metadata the position, the generator, the
-// "grad_scaler.<key>" and "lr_scheduler.<key>" states and the optimizer's groups), listed in manifest.json.
+// "grad_scaler.<key>" and "lr_scheduler.<key>" states and the optimizer's groups), with a tracked DDP
+// comm_state.safetensors (every rank's DDP::comm_state(), "rank<R>.<key>", gathered to rank 0), listed in
+// manifest.json.
+//
+// Another world size: restore() refuses a checkpoint saved by a job of another world size, naming both, unless
+// allow_world_size_change(true) or SYNCGRAD_ELASTIC=1 (elastic resume; distributed/elastic.h): then the tracked
+// DataLoader's DistributedSampler continues the epoch from its global position, splitting the samples no rank
+// consumed among the new ranks (data/data_position.h), the per-rank batch stays (the global batch changes), and
+// the comm hook's per-rank state starts afresh with a warning.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +36,7 @@
 #include <string>
 
 #include "data/loader.h"
+#include "distributed/ddp.h"
 #include "distributed/process_group.h"
 #include "nn/module.h"
 #include "optim/grad_scaler.h"
@@ -46,6 +56,12 @@ class TrainingState {
   TrainingState& track(optim::LRScheduler& scheduler);
   TrainingState& track(optim::GradScaler& scaler);
   TrainingState& track(data::DataLoader& loader);
+  // The DDP wrapper's communication state (comm_state()), and its module() as the model.
+  TrainingState& track(DistributedDataParallel& ddp);
+
+  // Allows restore() to continue a checkpoint of another world size (elastic resume, above). Defaults to
+  // SYNCGRAD_ELASTIC (read at construction; ValueError naming a value other than 0 or 1).
+  TrainingState& allow_world_size_change(bool allow = true);
 
   int64_t step = 0;  // optimizer steps taken: the loop's counter, saved and restored
 

@@ -148,6 +148,10 @@ void add_run_options(CLI::App& app, TrainConfig& c) {
                  "continue exactly from a checkpoint: a --checkpoint-dir (its newest complete checkpoint; newer "
                  "incomplete or damaged ones are skipped with a warning), one of its step-NNNNNN directories, or "
                  "auto (the newest of --checkpoint-dir, or a fresh start when there is none)");
+  app.add_flag("--elastic", c.elastic,
+               "allow --resume from a checkpoint saved at another world size: the epoch's remaining samples are "
+               "split among this job's ranks (each seen once), the batch stays per rank; also on with "
+               "SYNCGRAD_ELASTIC=1, which syncgrad-launch exports to elastic jobs");
   app.add_option("--init-from", c.init_from,
                  "start from the weights in this .safetensors file (PyTorch key names, e.g. fc1.weight)");
   app.add_flag("--no-shuffle", [&c](int64_t) { c.shuffle = false; }, "visit training samples in file order");
@@ -238,6 +242,7 @@ int main(int argc, char** argv) {
   add_parallel_options(app, config);
   try {
     app.parse(argc, argv);  // --device and --comm-hook values that do not parse throw syncgrad::ValueError
+    config.elastic = config.elastic || syncgrad::distributed::elastic_requested_by_environment();
     const train::TrainSummary s = train::run_training(config, std::cout);
     if (s.rank == 0) print_summary(s);  // rank 0 reports for the job
     return 0;

@@ -205,3 +205,120 @@ TEST_CASE("DistributedSampler validates its arguments") {
   check_error<ValueError>([] { DistributedSampler(10, 4, -1); }, {"rank -1", "[0, 3]"});
   check_error<ValueError>([] { DistributedSampler(-3, 2, 0); }, {"dataset_size must be >= 0", "-3"});
 }
+
+namespace {
+
+struct Hop {
+  int64_t world = 1;
+  int64_t taken = 0;  // indices each rank takes before the job stops (-1: to the end of the epoch)
+};
+
+// Runs epoch `epoch` of a dataset of n through jobs of the hops' world sizes, each resuming where the previous
+// stopped (resume_epoch_at with the previous job's global_position); returns every index taken, and checks
+// the positions on the way.
+Indices run_hops(int64_t n, const std::vector<Hop>& hops, bool drop_last, int64_t epoch) {
+  Indices seen;
+  int64_t position = 0;
+  for (const Hop& hop : hops) {
+    int64_t next_position = -1;
+    for (int64_t rank = 0; rank < hop.world; ++rank) {
+      DistributedSampler s(n, hop.world, rank, true, 11, drop_last);
+      s.set_epoch(epoch + 1);  // another epoch first: resume_epoch_at selects the resumed one
+      s.resume_epoch_at(epoch, position);
+      CHECK(s.epoch() == epoch);
+      CHECK(s.epoch_start() == position);
+      const Indices mine = s.indices();
+      REQUIRE(static_cast<int64_t>(mine.size()) == s.size());
+      const int64_t taken = hop.taken < 0 ? s.size() : std::min(hop.taken, s.size());
+      seen.insert(seen.end(), mine.begin(), mine.begin() + taken);
+      const int64_t after = s.global_position(epoch, taken);
+      if (next_position >= 0) CHECK(after == next_position);  // the same on every rank
+      next_position = after;
+    }
+    if (hop.taken >= 0) CHECK(next_position == std::min(n, position + hop.taken * hop.world));
+    position = next_position;
+  }
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("DistributedSampler resumed at another world size sees every index once, besides its own padding") {
+  for (int64_t n : {0, 1, 5, 7, 10, 13, 64}) {
+    for (bool drop_last : {false, true}) {
+      for (int64_t w : {1, 2, 3, 4}) {
+        for (int64_t w2 : {1, 2, 3, 5}) {
+          DistributedSampler first(n, w, 0, true, 11, drop_last);
+          for (int64_t k = 0; k < first.size(); ++k) {  // the first job stops mid-epoch after k per rank
+            CAPTURE(n); CAPTURE(drop_last); CAPTURE(w); CAPTURE(w2); CAPTURE(k);
+            const int64_t position = k * w;
+            REQUIRE(position < n);  // mid-epoch the consumed entries are all real ones
+            Indices seen = run_hops(n, {{w, k}, {w2, -1}}, drop_last, 2);
+            // The first k * w entries of the order, then order[position:] split among w2 ranks.
+            const int64_t remaining = n - position;
+            const int64_t extra = drop_last ? -(remaining % w2) : (w2 - remaining % w2) % w2;
+            CHECK(static_cast<int64_t>(seen.size()) == n + extra);
+            // Each index once; the padding repeats the remaining entries (order[position:]) cyclically from
+            // their head, and drop_last leaves out the last of them.
+            DistributedSampler order(n, 1, 0, true, 11, false);
+            order.set_epoch(2);
+            const Indices full = order.indices();
+            std::map<int64_t, int> expected, count;
+            for (int64_t i = 0; i < n; ++i) expected[i] = 1;
+            for (int64_t j = 0; j < extra; ++j) ++expected[full[static_cast<size_t>(position + j % remaining)]];
+            for (int64_t j = 0; j < -extra; ++j) --expected[full[static_cast<size_t>(n - 1 - j)]];
+            for (int64_t i : seen) ++count[i];
+            for (int64_t i = 0; i < n; ++i) CHECK(count[i] == expected[i]);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("DistributedSampler resumed at its own world size continues the shard; later epochs are ordinary") {
+  for (int64_t n : {12, 13, 30}) {
+    for (int64_t w : {1, 2, 3}) {
+      for (int64_t k : {0, 1, 3}) {
+        CAPTURE(n); CAPTURE(w); CAPTURE(k);
+        for (int64_t rank = 0; rank < w; ++rank) {
+          DistributedSampler plain(n, w, rank, true, 4);
+          plain.set_epoch(1);
+          DistributedSampler resumed(n, w, rank, true, 4);
+          resumed.resume_epoch_at(1, k * w);
+          const Indices tail = resumed.indices(), all = plain.indices();
+          // Without padding (w divides n) the resumed shard is the plain one's tail, index for index.
+          if (n % w == 0) CHECK(tail == Indices(all.begin() + k, all.end()));
+          CHECK(resumed.size() == plain.size() - k);
+          resumed.set_epoch(2);
+          plain.set_epoch(2);
+          CHECK(resumed.epoch_start() == 0);
+          CHECK(resumed.indices() == plain.indices());
+          // The end of an epoch is its size, not its padding.
+          CHECK(resumed.global_position(2, resumed.size()) == n);
+          CHECK(resumed.global_position(1, resumed.size_of_epoch(1)) == n);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("DistributedSampler: 2 -> 1 -> 2 ranks within one epoch, and the resume arguments") {
+  for (int64_t n : {9, 10, 31}) {
+    for (bool drop_last : {false, true}) {
+      CAPTURE(n); CAPTURE(drop_last);
+      Indices seen = run_hops(n, {{2, 2}, {1, 3}, {2, -1}}, drop_last, 0);
+      std::sort(seen.begin(), seen.end());
+      const int64_t remaining = n - 2 * 2 - 3;
+      Indices unique = seen;
+      unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+      CHECK(static_cast<int64_t>(seen.size() - unique.size()) == (drop_last ? 0 : remaining % 2));
+      CHECK(static_cast<int64_t>(unique.size()) == n - (drop_last ? remaining % 2 : 0));
+    }
+  }
+  DistributedSampler s(10, 2, 0);
+  check_error<ValueError>([&] { s.resume_epoch_at(0, 11); }, {"start 11", "[0, 10]"});
+  check_error<ValueError>([&] { s.resume_epoch_at(0, -1); }, {"start -1"});
+  check_error<ValueError>([&] { s.resume_epoch_at(-2, 0); }, {"epoch must be >= 0", "-2"});
+  check_error<ValueError>([&] { s.global_position(0, 6); }, {"taken 6", "[0, 5]"});
+}

@@ -15,6 +15,7 @@
 #include "autograd/ops/views.h"
 #include "distributed/ddp.h"
 #include "distributed/errors.h"
+#include "distributed/host_values.h"
 #include "models/models.h"
 #include "distributed/sync_batch_norm.h"
 #include "nn/container.h"
@@ -302,6 +303,16 @@ TEST_CASE("every communication hook trains: the loss falls") {
       }
       report(hook + " " + std::to_string(first) + " -> " + std::to_string(last));
       expect(last < 0.5 * first, hook + ": loss " + std::to_string(first) + " -> " + std::to_string(last));
+      // The ranks apply the same averaged gradients, so they hold the same weights (PowerSGD's first compressed
+      // step once left each rank with its own gradient).
+      uint64_t hash = 1469598103934665603ull;
+      for (const Tensor& p : model->parameters()) {
+        const Tensor c = p.contiguous();
+        const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+        for (size_t i = 0; i < c.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+      }
+      const auto hashes = PendingValues::allgather(*default_group_ptr(), {static_cast<int64_t>(hash)}).wait();
+      expect(hashes[0][0] == hashes[1][0], hook + ": the ranks' weights differ");
     }
     destroy_process_group();
   }, {.deadline_seconds = 120});

@@ -54,6 +54,10 @@ std::map<std::string, std::string> position_metadata(const std::string& model_na
       {"rng_offset", std::to_string(position.rng_offset)},
       {optim::kOptimizerGroupsField, optim::optimizer_groups_json(opt_state)},
       {"config", config.to_json()},
+      {"world_size", std::to_string(position.world_size)},
+      {"epoch_start", std::to_string(position.epoch_start)},
+      {"samples_consumed", std::to_string(position.samples_consumed)},
+      {"data_order", position.distributed_order ? "distributed" : "random"},
   };
   for (const auto& [key, value] : position.grad_scaler) {
     char text[32];
@@ -71,6 +75,12 @@ TrainingPosition position_from_metadata(const std::map<std::string, std::string>
     position.step = std::stoll(require(meta, "step", file));
     position.rng_seed = std::stoull(require(meta, "rng_seed", file));
     position.rng_offset = std::stoull(require(meta, "rng_offset", file));
+    // Absent in checkpoints written before elastic resume: world size 0 (not recorded).
+    const auto optional = [&](const char* key) { return meta.count(key) ? std::stoll(meta.at(key)) : int64_t{0}; };
+    position.world_size = optional("world_size");
+    position.epoch_start = optional("epoch_start");
+    position.samples_consumed = optional("samples_consumed");
+    position.distributed_order = meta.count("data_order") && meta.at("data_order") == "distributed";
     for (const auto& [key, value] : meta) {
       if (key.rfind(kGradScalerPrefix, 0) == 0) {
         position.grad_scaler[key.substr(kGradScalerPrefix.size())] = std::stod(value);
@@ -159,6 +169,11 @@ std::string save_checkpoint(const io::DirectoryLock& root, const std::string& mo
                        {{"format", "pt"}, {"model", model_name}, {"step", std::to_string(position.step)}});
   io::save_safetensors(writer.path_of(kTrainingStateFileName), optim::optimizer_tensors(opt_state),
                        position_metadata(model_name, position, opt_state, config));
+  if (!position.comm_state.empty()) {
+    const std::map<std::string, std::string> metadata = {{"step", std::to_string(position.step)},
+                                                         {"world_size", std::to_string(position.world_size)}};
+    io::save_safetensors(writer.path_of(kCommStateFileName), position.comm_state, metadata);
+  }
   test_delay_before_commit();
   const std::string dir = writer.commit();
   if (keep > 0) io::prune_checkpoints(root, keep);
@@ -234,7 +249,10 @@ TrainingPosition load_checkpoint(const CheckpointLocation& location, const std::
   const optim::OptimizerStateDict opt_state = optim::optimizer_state_from(
       state.tensors, require(meta, optim::kOptimizerGroupsField, location.state_file), location.state_file);
   optimizer.load_state_dict(opt_state);
-  return position_from_metadata(meta, location.state_file);
+  TrainingPosition position = position_from_metadata(meta, location.state_file);
+  const std::string comm_file = join(location.directory, kCommStateFileName);
+  if (exists(comm_file)) position.comm_state = io::load_safetensors(comm_file).tensors;
+  return position;
 }
 
 TrainConfig recorded_config(const std::string& state_file) {

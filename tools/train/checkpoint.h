@@ -3,9 +3,13 @@
 //   ROOT/step-000123/model.safetensors           the model's state_dict under PyTorch's key names (loads with
 //                                                safetensors.torch.load_file + model.load_state_dict in Python)
 //   ROOT/step-000123/training_state.safetensors  "optimizer.<key>" tensors, and in __metadata__ the training
-//                                                position (epoch, step, batch), the default generator's state,
+//                                                position (epoch, step, batch; the world size and the epoch's
+//                                                global position), the default generator's state,
 //                                                the GradScaler's state ("grad_scaler.<key>", --amp fp16), the
 //                                                optimizer's hyperparameters and the run's config
+//   ROOT/step-000123/comm_state.safetensors      under DDP: every rank's communication state (its step count,
+//                                                PowerSGD's error feedback and warm-start factors), "rank<R>.<key>"
+//                                                (gathered to rank 0)
 //   ROOT/step-000123/manifest.json               each file's size and CRC32, written last
 //   ROOT/latest -> step-000123                   the newest complete one
 // Model and training state always come from the same step. Checkpoints of the older layout (model.safetensors
@@ -23,6 +27,7 @@
 #include "nn/module.h"
 #include "optim/optimizer.h"
 #include "tensor/io/directory_lock.h"
+#include "tensor/io/safetensors.h"
 #include "tools/train/train_config.h"
 
 namespace syncgrad::train {
@@ -34,10 +39,19 @@ struct TrainingPosition {
   uint64_t rng_seed = 0;       // default generator state (dropout and other random ops)
   uint64_t rng_offset = 0;
   std::map<std::string, double> grad_scaler;  // GradScaler::state_dict() (--amp fp16); empty otherwise
+  // Where the data stood across ranks (data/data_position.h), so that a job of another world size can continue
+  // the epoch (--elastic): the saving job's world size (0 in checkpoints written before it was recorded), where
+  // the epoch began in its order and how many of its entries all ranks consumed together.
+  int64_t world_size = 0;
+  int64_t epoch_start = 0;
+  int64_t samples_consumed = 0;
+  bool distributed_order = false;  // the data came from a DistributedSampler (several processes, or --elastic)
+  io::NamedTensors comm_state;     // every rank's DDP communication state, "rank<R>.<key>" (empty: none)
 };
 
 inline constexpr const char* kModelFileName = "model.safetensors";
 inline constexpr const char* kTrainingStateFileName = "training_state.safetensors";
+inline constexpr const char* kCommStateFileName = "comm_state.safetensors";
 // The older layout's file at the top of the checkpoint directory (model and optimizer tensors together).
 inline constexpr const char* kLegacyCheckpointFileName = "checkpoint.safetensors";
 

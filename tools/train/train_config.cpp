@@ -36,7 +36,8 @@ std::string TrainConfig::to_json() const {
                       {"lr_schedule", to_string(lr_schedule)},
                       {"device", to_string(device)},
                       {"checkpoint_every", checkpoint_every},
-                      {"keep_checkpoints", keep_checkpoints}};
+                      {"keep_checkpoints", keep_checkpoints},
+                      {"elastic", elastic}};
   return j.dump();
 }
 
@@ -75,6 +76,7 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.device = parse_device_choice(j.value("device", to_string(c.device)));
   c.checkpoint_every = j.value("checkpoint_every", c.checkpoint_every);  // absent before step checkpoints
   c.keep_checkpoints = j.value("keep_checkpoints", c.keep_checkpoints);
+  c.elastic = j.value("elastic", c.elastic);  // absent before elastic resume
   return c;
 }
 

@@ -33,6 +33,10 @@ struct TrainConfig {
   // A checkpoint (or --checkpoint-dir of one) to continue from; "auto": the newest complete checkpoint in
   // checkpoint_dir, or a fresh start when it holds none.
   std::string resume;
+  // Resuming a checkpoint saved at another world size continues its epoch's remaining samples split among this
+  // job's ranks (--elastic, or SYNCGRAD_ELASTIC=1); without it that is refused. Also reads the data through a
+  // DistributedSampler at world size 1, so a single process and a job of several share one order.
+  bool elastic = false;
   std::string init_from;  // a .safetensors file with model weights to start from
   bool shuffle = true;
   int64_t max_steps = 0;  // 0: no limit

@@ -3,11 +3,13 @@
 #include "tools/train/trainer.h"
 
 #include <fstream>
+#include <iostream>
 
 #include "syncgrad.h"
 #include "tensor/out_of_memory_context.h"
 #include "tools/train/evaluation.h"
 #include "tools/train/progress_report.h"
+#include "tools/train/sample_record.h"
 #include "tools/train/training_checkpoint.h"
 #include "tools/train/training_run.h"
 #include "tools/train/training_step.h"
@@ -29,9 +31,13 @@ bool reached_max_steps(const TrainingRun& run) {
 }
 
 // Trains `epoch` from the loader's position; true when --max-steps stopped it.
-bool train_epoch(TrainingRun& run, ProgressReport& progress, int epoch) {
+bool train_epoch(TrainingRun& run, ProgressReport& progress, SampleRecord& record, int epoch) {
   if (run.shard) run.shard->set_epoch(epoch);
+  run.batches_per_epoch = run.loader->num_batches();
+  const data::LoaderState start = run.loader->state();
+  record.begin_epoch(epoch, start.epoch == epoch ? start.batches_consumed : 0);
   for (data::Batch& host_batch : *run.loader) {
+    record.add_batch();
     const data::Batch batch = run.device.is_cpu() ? host_batch : on_device(host_batch, run.device);
     const MicroBatchPlace place = place_in_step(run, run.loader->state(), epoch);
     {
@@ -80,9 +86,10 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
       run.device.is_cpu() ? cpu_allocator() : device_backend(run.device.type)->allocator(run.device.index);
   tensor_memory.reset_peak();
   ProgressReport progress;
+  SampleRecord record(run.shard, c.batch_size, run.rank, std::cerr);
   bool stop = reached_max_steps(run);
   for (int epoch = run.position.epoch; epoch < c.epochs && !stop; ++epoch) {
-    stop = train_epoch(run, progress, epoch);
+    stop = train_epoch(run, progress, record, epoch);
     end_epoch(run);
   }
   return summarize(run, progress, tensor_memory);

@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <iostream>
 
+#include "data/data_position.h"
+#include "distributed/comm_state_io.h"
+#include "distributed/elastic.h"
 #include "tensor/check.h"
 #include "tensor/generator.h"
 #include "tensor/io/checkpoint_directory.h"
@@ -15,9 +18,13 @@ namespace {
 
 void record_position(TrainingRun& run) {
   TrainingPosition& position = run.position;
-  const data::LoaderState next = run.loader->state();
+  const data::DataPosition next = data::data_position(*run.loader, run.world);
   position.epoch = static_cast<int>(next.epoch);
   position.batch_in_epoch = next.batches_consumed;
+  position.world_size = run.world;
+  position.epoch_start = next.epoch_start;
+  position.samples_consumed = next.global_position;
+  position.distributed_order = run.shard != nullptr;
   position.rng_seed = default_generator().seed();
   position.rng_offset = default_generator().offset();
   position.grad_scaler = run.scaler.state_dict();
@@ -29,6 +36,8 @@ std::string save(TrainingRun& run) {
   record_position(run);
   run.losses.check();
   if (!run.rank0_saves) return "";
+  // Collective: each rank's comm hook state (PowerSGD's error feedback) goes into rank 0's checkpoint.
+  if (run.ddp) run.position.comm_state = distributed::gather_comm_state(*run.ddp);
   std::string dir;
   on_rank0_while_others_wait(run, "saving the checkpoint", [&] {
     dir = save_checkpoint(*run.checkpoint_lock, c.model, *run.model, *run.optimizer, run.position, c,
@@ -57,7 +66,17 @@ void resume_from_checkpoint(TrainingRun& run) {
   const CheckpointLocation location = locate_checkpoint(path);
   std::ostream& warnings = run.rank == 0 ? std::cerr : run.silent;
   run.position = load_checkpoint(location, c.model, *run.model, *run.optimizer, warnings);
+  run.resumed_from = location.directory;
   default_generator().set_state(run.position.rng_seed, run.position.rng_offset);
+  const int64_t saved_world = run.position.world_size;  // 0: not recorded (an older checkpoint)
+  if (saved_world > 0 && saved_world != run.world) {
+    distributed::check_world_size_change(saved_world, run.world, c.elastic, "checkpoint " + location.directory,
+                                         "pass --elastic (or set SYNCGRAD_ELASTIC=1)");
+    SYNCGRAD_CHECK(run.position.distributed_order, ValueError, "checkpoint ", location.directory,
+                   " was saved by a single process without --elastic, whose data order (a RandomSampler's) cannot "
+                   "be split among ", run.world, " ranks; resume it with 1 process (runs that may change their "
+                   "world size later start with --elastic)");
+  }
   run.out << "resumed from " << location.directory << " at epoch " << run.position.epoch + 1 << ", step "
           << run.position.step << "\n";
 }

@@ -1,7 +1,11 @@
 // Setting up a syncgrad-train run (see training_run.h).
 #include "tools/train/training_run.h"
 
+#include <iostream>
+
+#include "data/data_position.h"
 #include "distributed/comm_hook.h"
+#include "distributed/comm_state_io.h"
 #include "distributed/host_values.h"
 #include "distributed/sync_batch_norm.h"
 #include "optim/adam.h"
@@ -93,8 +97,25 @@ TrainingRun::TrainingRun(const TrainConfig& c, std::ostream& console)
   if (!c.log_file.empty() && rank == 0) log.emplace(c.log_file);
   if (scaler.is_enabled() && !position.grad_scaler.empty()) scaler.load_state_dict(position.grad_scaler);
   wrap_model();
+  restore_comm_state();
   build_loader();
+  plan_steps();
   print_plan();
+}
+
+// The comm hook's state saved with the checkpoint (PowerSGD's error feedback and warm-start factors, per rank);
+// after a change of world size only the step count carries over (comm_state_io.h).
+void TrainingRun::restore_comm_state() {
+  if (position.comm_state.empty()) return;
+  const std::string file = resumed_from + "/" + kCommStateFileName;
+  if (ddp) {
+    distributed::restore_comm_state(*ddp, position.comm_state, position.world_size, file,
+                                    rank == 0 ? std::cerr : silent);
+  } else if (rank == 0) {
+    std::cerr << "warning: " << file << ": the comm hook state of the " << position.world_size
+              << " ranks that saved it is not used by a single process\n";
+  }
+  position.comm_state.clear();
 }
 
 // The model's initial weights come from --seed (or --init-from); the default generator (dropout, shuffling
@@ -141,19 +162,49 @@ void TrainingRun::build_loader() {
   // For a CUDA device batches are collated into pinned memory and copied while the previous step still runs.
   data::DataLoaderOptions options{
       .batch_size = c.batch_size, .num_workers = c.workers, .pin_memory = device.is_cuda(), .seed = c.seed};
-  if (job.group()) {
+  const bool random_order_resumed = !resumed_from.empty() && !position.distributed_order;
+  if (job.group() || (c.elastic && !random_order_resumed)) {
     shard = std::make_shared<data::DistributedSampler>(train_data->size(), world, rank, c.shuffle, c.seed);
-    distributed::check_sampler_agrees(*job.group(), *shard);  // the same data on every rank
+    if (job.group()) distributed::check_sampler_agrees(*job.group(), *shard);  // the same data on every rank
     options.sampler = shard;
   } else {
     options.shuffle = c.shuffle;
   }
   loader = std::make_unique<data::DataLoader>(train_data, options);
-  loader->load_state({position.epoch, position.batch_in_epoch});
-  batches_per_epoch = loader->num_batches();
-  steps_per_epoch = (batches_per_epoch + c.accumulate - 1) / c.accumulate;
-  planned_steps = c.max_steps > 0 ? std::min<int64_t>(c.max_steps, steps_per_epoch * c.epochs)
-                                  : steps_per_epoch * c.epochs;
+  const int64_t saved_world = position.world_size > 0 ? position.world_size : world;
+  if (shard) {
+    data::restore_data_position(*loader, {.epoch = position.epoch, .batches_consumed = position.batch_in_epoch,
+                                          .epoch_start = position.epoch_start,
+                                          .global_position = position.samples_consumed, .world_size = saved_world},
+                                world);
+  } else {
+    loader->load_state({position.epoch, position.batch_in_epoch});
+  }
+  if (saved_world != world) {
+    out << "elastic resume: the checkpoint's " << saved_world << " rank(s) consumed " << position.samples_consumed
+        << " of epoch " << position.epoch + 1 << "'s " << train_data->size() << " samples; the other "
+        << train_data->size() - position.samples_consumed << " are split among " << world
+        << " rank(s), batch " << c.batch_size << " per rank (global " << c.batch_size * c.accumulate * world
+        << ", was " << c.batch_size * c.accumulate * saved_world << ")\n";
+  }
+  batches_per_epoch = loader->num_batches();  // of the resumed epoch: its sampler is at it
+}
+
+void TrainingRun::plan_steps() {
+  const TrainConfig& c = config;
+  const auto steps_of = [&](int64_t batches) { return (batches + c.accumulate - 1) / c.accumulate; };
+  // An epoch other than the resumed one (which may have fewer samples per rank after a change of world size).
+  const int64_t whole_epoch_batches =
+      shard ? (shard->size_of_epoch(position.epoch + 1) + c.batch_size - 1) / c.batch_size : loader->num_batches();
+  steps_per_epoch = steps_of(whole_epoch_batches);
+  const data::LoaderState next = loader->state();
+  if (next.epoch >= c.epochs) {
+    total_steps = position.step;
+  } else {
+    total_steps = position.step + steps_of(batches_per_epoch - next.batches_consumed) +
+                  (c.epochs - next.epoch - 1) * steps_per_epoch;
+  }
+  planned_steps = c.max_steps > 0 ? std::min<int64_t>(c.max_steps, total_steps) : total_steps;
 }
 
 // E.g. "training mlp on 60000 images (...), 1 epoch(s), batch 64, sgd lr 0.05, 1 thread(s), 2 data worker(s)";

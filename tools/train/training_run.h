@@ -50,6 +50,7 @@ struct TrainingRun {
   std::shared_ptr<nn::Module> model;  // unwrapped: what is saved and evaluated
   std::unique_ptr<optim::Optimizer> optimizer;
   TrainingPosition position;           // where the next batch comes from, and the steps taken
+  std::string resumed_from;            // the checkpoint directory --resume loaded ("" for a fresh start)
   // Rank 0 has --checkpoint-dir (told to every rank at start): the ranks wait for its saves (training_checkpoint.h),
   // whether or not they were given the directory themselves.
   bool rank0_saves = false;
@@ -62,16 +63,25 @@ struct TrainingRun {
   std::shared_ptr<distributed::DistributedDataParallel> ddp;  // several processes
   std::shared_ptr<distributed::DataParallel> dp;              // --parallel dp
   nn::Module* trained = nullptr;  // what forward runs through: ddp, dp or the model
-  std::shared_ptr<data::DistributedSampler> shard;  // this rank's part of the data, with several processes
+  // This rank's part of the data: with several processes, and with --elastic also for one (so that a job of
+  // any size continues the same order), unless it resumed a single process's checkpoint read in RandomSampler
+  // order.
+  std::shared_ptr<data::DistributedSampler> shard;
   std::unique_ptr<data::DataLoader> loader;
-  int64_t batches_per_epoch = 0;
-  int64_t steps_per_epoch = 0;
-  int64_t planned_steps = 0;  // of this run: --epochs, or fewer with --max-steps
+  int64_t batches_per_epoch = 0;  // of the epoch being trained (a resumed epoch at another world size differs)
+  int64_t steps_per_epoch = 0;    // of a whole epoch at this world size
+  // The steps of the whole run as now planned, which the LR schedule spans: the steps taken, the rest of the
+  // resumed epoch and the remaining epochs (after a change of world size the step count of the resumed epoch
+  // differs from the others).
+  int64_t total_steps = 0;
+  int64_t planned_steps = 0;  // of this run: total_steps, or fewer with --max-steps
 
  private:
   void build_model();
   void wrap_model();
   void build_loader();
+  void plan_steps();
+  void restore_comm_state();
   void print_plan() const;
 };
 

@@ -39,7 +39,7 @@ void train_micro_batch(TrainingRun& run, const data::Batch& batch, const MicroBa
 }
 
 void optimizer_step(TrainingRun& run) {
-  run.optimizer->set_lr(lr_at(run.config, run.world, run.position.step, run.steps_per_epoch * run.config.epochs));
+  run.optimizer->set_lr(lr_at(run.config, run.world, run.position.step, run.total_steps));
   run.scaler.step(*run.optimizer);  // a plain optimizer step unless --amp fp16 found inf/NaN gradients
   run.scaler.update();
   ++run.position.step;
