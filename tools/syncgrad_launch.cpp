@@ -2,7 +2,8 @@
 // (on a free port unless --master-port is given); every rank gets torchrun's environment variables, its
 // output prefixed with [rankN], and the job is stopped as a whole when one rank fails (and dies with the
 // launcher when it is killed). With --max-restarts N, a failed job is started again (all ranks, a fresh store) up to
-// N times; each attempt's ranks see SYNCGRAD_RESTART_COUNT and resume from their own checkpoints.
+// N times; each attempt's ranks see SYNCGRAD_RESTART_COUNT and resume from their own checkpoints. Several nodes
+// with restarts, or an elastic --nnodes MIN:MAX, run as a coordinated job (tools/launch/multinode_job.h).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <csignal>
@@ -13,6 +14,7 @@
 
 #include "distributed/tcp_store.h"
 #include "tools/launch/errors.h"
+#include "tools/launch/multinode_job.h"
 #include "tools/launch/options.h"
 #include "tools/launch/rank_env.h"
 #include "tools/launch/restart_policy.h"
@@ -73,6 +75,10 @@ int pending_stop_signal(launch::SignalChannel& signals) {
 }
 
 int launch_job(const launch::LaunchOptions& options) {
+  if (options.coordinated()) {
+    launch::SignalChannel signals;
+    return launch::run_multinode_job(options, signals);
+  }
   launch::StoreAddress store{options.master_addr, options.master_port, launch::job_token(options)};
   const std::string job_id = launch::job_id(store.token);
   // Signals are blocked before the store's server thread exists, so they all reach the supervisor.

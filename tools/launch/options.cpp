@@ -10,6 +10,7 @@
 #include "distributed/launch_env.h"
 #include "tensor/check.h"
 #include "tools/launch/errors.h"
+#include "tools/launch/node_range.h"
 
 namespace syncgrad::launch {
 namespace {
@@ -50,8 +51,11 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.add_option("--nproc-per-node", flags.nproc_per_node, "processes (ranks) to start on this node")
       ->type_name("N")
       ->capture_default_str();
-  app.add_option("--nnodes", flags.nnodes, "nodes in the job; each node runs its own syncgrad-launch")
-      ->type_name("M")
+  app.add_option("--nnodes", flags.nnodes,
+                 "nodes in the job, or MIN:MAX for an elastic job that goes on with the nodes left after one is "
+                 "lost (at least MIN) and takes nodes back at the next restart; each node runs its own "
+                 "syncgrad-launch")
+      ->type_name("M|MIN:MAX")
       ->capture_default_str();
   app.add_option("--node-rank", flags.node_rank, "this node's index, 0 .. nnodes-1; node 0 serves the store")
       ->type_name("K")
@@ -69,8 +73,8 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.add_option("--max-restarts", flags.max_restarts,
                  "times to stop and start all ranks again when one fails (not when one exits 75, preempted, nor on "
                  "a signal to syncgrad-launch); each attempt's ranks get SYNCGRAD_RESTART_COUNT (0 on the first) and "
-                 "a fresh store, and resume from their own checkpoints (e.g. syncgrad-train --resume auto); one node "
-                 "only for now")
+                 "a fresh store, and resume from their own checkpoints (e.g. syncgrad-train --resume auto); with "
+                 "--nnodes > 1 all nodes restart together (the same N on every node)")
       ->type_name("N")
       ->capture_default_str();
   app.add_option_function<std::string>(
@@ -102,7 +106,9 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
   LaunchOptions o;
   o.nproc_per_node = check_int("--nproc-per-node", flags.nproc_per_node, 1, kMaxCount,
                                "start at least one process, e.g. --nproc-per-node 2");
-  o.nnodes = check_int("--nnodes", flags.nnodes, 1, kMaxCount, "a job runs on at least one node, e.g. --nnodes 2");
+  const NodeRange nodes = parse_node_range(flags.nnodes, kMaxCount);
+  o.nnodes = nodes.max;
+  o.min_nnodes = nodes.min;
   o.node_rank = check_int("--node-rank", flags.node_rank, 0, kMaxCount, "nodes are numbered 0 .. nnodes-1");
   SYNCGRAD_CHECK(o.node_rank < o.nnodes, UsageError, "--node-rank ", flags.node_rank, " is not below --nnodes ",
                  flags.nnodes, ": nodes are numbered 0 .. ", o.nnodes - 1,
@@ -130,10 +136,6 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
   o.grace_period = std::chrono::milliseconds(static_cast<long long>(std::llround(grace * 1000)));
   o.max_restarts = check_int("--max-restarts", flags.max_restarts, 0, kMaxRestarts,
                              "the times all ranks are started again after a failure, e.g. --max-restarts 3");
-  SYNCGRAD_CHECK(o.max_restarts == 0 || o.nnodes == 1, UsageError, "--max-restarts ", flags.max_restarts,
-                 " with --nnodes ", flags.nnodes,
-                 ": restarts are single-node for now (every node would have to restart together); use --nnodes 1, "
-                 "or --max-restarts 0 and restart the job from its checkpoints");
   SYNCGRAD_CHECK(
       !flags.token || !flags.token->empty(), UsageError,
       "--token is empty; pass the same non-empty token to every node's launcher, e.g. --token $(openssl rand -hex 16)");

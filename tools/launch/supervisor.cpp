@@ -128,6 +128,7 @@ void Supervisor::on_exit(Rank& r, int status) {
   if (!failed(status) || stopping_) return;
   failure_status_ = status;
   failed_rank_ = r.rank;
+  if (watch_.on_failure) watch_.on_failure(r.rank, status);
   stop("rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ") " + describe_wait_status(status),
        "the other ");
 }
@@ -157,7 +158,29 @@ void Supervisor::on_signal(int sig) {
   }
 }
 
+int Supervisor::poll_timeout_ms() const {
+  auto until = [](Clock::time_point t) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now());
+    return static_cast<int>(std::max<long long>(0, left.count()));
+  };
+  int timeout_ms = -1;
+  if (stopping_ && !killed_) timeout_ms = until(kill_at_);
+  if (watch_.poll) timeout_ms = timeout_ms < 0 ? until(next_watch_) : std::min(timeout_ms, until(next_watch_));
+  return timeout_ms;
+}
+
+void Supervisor::poll_watch() {
+  if (!watch_.poll || Clock::now() < next_watch_) return;
+  next_watch_ = Clock::now() + watch_.interval;
+  std::optional<std::string> why = watch_.poll();
+  if (why && !stopping_) {
+    stopped_by_watch_ = true;
+    stop(*why, "");
+  }
+}
+
 int Supervisor::run() {
+  next_watch_ = Clock::now() + watch_.interval;
   while (running_count() > 0) {
     std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
     std::vector<std::pair<Rank*, int>> sources{{nullptr, 0}};
@@ -168,12 +191,7 @@ int Supervisor::run() {
         sources.emplace_back(&r, stream);
       }
     }
-    int timeout_ms = -1;
-    if (stopping_ && !killed_) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(kill_at_ - Clock::now());
-      timeout_ms = static_cast<int>(std::max<long long>(0, left.count()));
-    }
-    int ready = poll(fds.data(), fds.size(), timeout_ms);
+    int ready = poll(fds.data(), fds.size(), poll_timeout_ms());
     if (ready < 0 && errno != EINTR) {
       report(std::string("poll failed: ") + std::strerror(errno) + "; killing the ranks");
       signal_running(SIGKILL);
@@ -191,6 +209,7 @@ int Supervisor::run() {
         }
       }
     }
+    poll_watch();
     if (stopping_ && !killed_ && Clock::now() >= kill_at_ && running_count() > 0) {
       std::string still;
       for (const Rank& r : ranks_) {

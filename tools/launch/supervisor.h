@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,17 @@ class Supervisor {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // What a multi-node launcher adds to the loop (tools/launch/multinode_job.h): a periodic call that may
+  // stop all ranks (another node asked for a restart) and word of the first failure as soon as it happens.
+  struct Watch {
+    std::chrono::milliseconds interval{500};
+    // Called every interval while run() waits, also while stopping; a reason stops all ranks (unless they are
+    // being stopped already) and is reported as the launcher's line.
+    std::function<std::optional<std::string>()> poll;
+    // Called once, at the first failing rank (global rank, wait status), before the others are stopped.
+    std::function<void(int rank, int status)> on_failure;
+  };
+
   Supervisor(SignalChannel& signals, std::chrono::milliseconds grace_period);
   // Kills (SIGKILL) and reaps the ranks still running, e.g. when starting a later rank failed.
   ~Supervisor();
@@ -29,6 +41,9 @@ class Supervisor {
 
   // Starts global rank `rank`; LaunchError when the program cannot be executed.
   void start(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env);
+
+  // Installs the watch for the next run().
+  void set_watch(Watch watch) { watch_ = std::move(watch); }
 
   // Waits until every rank has ended and returns the launcher's exit status: 0 when all succeeded, else
   // the first failing rank's status (128+signal when it was killed), or 128+signal when the launcher was
@@ -40,6 +55,8 @@ class Supervisor {
   std::optional<int> failed_rank() const { return failed_rank_; }
   std::optional<int> failure_status() const { return failure_status_; }
   bool got_stop_signal() const { return got_stop_signal_; }
+  // Whether the watch's poll stopped the ranks.
+  bool stopped_by_watch() const { return stopped_by_watch_; }
 
  private:
   struct Rank {
@@ -58,6 +75,8 @@ class Supervisor {
   void stop(const std::string& why, const char* others);
   void signal_running(int sig);
   int running_count() const;
+  int poll_timeout_ms() const;
+  void poll_watch();
 
   SignalChannel& signals_;
   std::chrono::milliseconds grace_period_;
@@ -69,6 +88,9 @@ class Supervisor {
   std::optional<int> failed_rank_;     // its global rank
   bool got_stop_signal_ = false;       // any stop signal, even one that came while already stopping
   int stop_signal_ = 0;                // the signal that stopped the launcher
+  Watch watch_;
+  Clock::time_point next_watch_ = Clock::now();
+  bool stopped_by_watch_ = false;
 };
 
 }  // namespace syncgrad::launch
