@@ -284,7 +284,7 @@ class MultinodeJob {
         stop = look(k, m);
       } catch (const LaunchError& e) {
         lost = e.what();
-        return lost;
+        return std::string("lost the job's store on node 0");
       }
       if (!stop) return std::nullopt;
       return describe_stop(*stop, m.restarts_used, options_.max_restarts);
