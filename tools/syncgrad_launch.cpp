@@ -14,6 +14,7 @@
 
 #include "distributed/tcp_store.h"
 #include "tools/launch/errors.h"
+#include "tools/launch/hang_limit.h"
 #include "tools/launch/multinode_job.h"
 #include "tools/launch/options.h"
 #include "tools/launch/rank_env.h"
@@ -55,6 +56,7 @@ int run_attempt(const launch::LaunchOptions& options, launch::SignalChannel& sig
     store.port = server->port();
   }
   launch::Supervisor supervisor(signals, options.grace_period);
+  supervisor.set_hang_limit(launch::hang_limit(options));
   std::vector<std::string> base = launch::current_environment();
   for (int local = 0; local < options.nproc_per_node; ++local) {
     supervisor.start(options.node_rank * options.nproc_per_node + local, options.command,

@@ -20,6 +20,7 @@
 #include "tensor/check.h"
 #include "tools/launch/errors.h"
 #include "tools/launch/fd_io.h"
+#include "tools/launch/hang_limit.h"
 #include "tools/launch/node_rendezvous.h"
 #include "tools/launch/rank_env.h"
 #include "tools/launch/supervisor.h"
@@ -276,6 +277,7 @@ class MultinodeJob {
     std::optional<StopRecord> stop;
     std::string lost;  // node 0 lost, while the ranks ran
     Supervisor supervisor(signals_, options_.grace_period);
+    supervisor.set_hang_limit(hang_limit(options_));
     Supervisor::Watch watch;
     watch.interval = kTick;
     watch.poll = [&]() -> std::optional<std::string> {

@@ -20,6 +20,9 @@ namespace syncgrad::launch {
 namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
+constexpr int kHeartbeatSource = 2;  // poll source: a rank's heartbeat pipe (0, 1: its stdout, stderr)
+// How often the loop looks for hung ranks while a hang limit is set.
+constexpr std::chrono::milliseconds kHangCheck{1000};
 
 void report(const std::string& line) { write_all(STDERR_FILENO, "syncgrad-launch: " + line + "\n"); }
 
@@ -46,6 +49,7 @@ Supervisor::~Supervisor() {
     for (int stream : {0, 1}) {
       if (r.fds[stream] >= 0) close(r.fds[stream]);
     }
+    if (r.heartbeat_fd >= 0) close(r.heartbeat_fd);
   }
 }
 
@@ -56,6 +60,7 @@ void Supervisor::start(int rank, const std::vector<std::string>& command, const 
   r.pid = p.pid;
   r.fds[0] = p.stdout_fd;
   r.fds[1] = p.stderr_fd;
+  r.heartbeat_fd = p.heartbeat_fd;
   std::string prefix = "[rank" + std::to_string(rank) + "]: ";
   for (int stream : {0, 1}) {
     int out = stream == 0 ? STDOUT_FILENO : STDERR_FILENO;
@@ -92,6 +97,41 @@ void Supervisor::read_output(Rank& r, int stream, bool until_drained) {
     } else {
       close_output(r, stream);
     }
+  }
+}
+
+void Supervisor::read_heartbeat(Rank& r) {
+  char buffer[256];
+  while (r.heartbeat_fd >= 0) {
+    ssize_t n = read(r.heartbeat_fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) {  // the rank (and every child that inherited the pipe) closed it
+      close(r.heartbeat_fd);
+      r.heartbeat_fd = -1;
+      r.last_beat.reset();
+      return;
+    }
+    // The last byte tells the state: 'b' progress, 'i' idle (a process group was destroyed).
+    if (buffer[n - 1] == 'i') {
+      r.last_beat.reset();
+    } else {
+      r.last_beat = Clock::now();
+    }
+  }
+}
+
+void Supervisor::kill_hung_ranks() {
+  if (!hang_limit_ || stopping_) return;
+  const auto now = Clock::now();
+  for (Rank& r : ranks_) {
+    if (!r.running || !r.last_beat || now - *r.last_beat <= *hang_limit_) continue;
+    const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - *r.last_beat);
+    report("rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ") has made no progress for " +
+           seconds(silent) + " (its heartbeat stopped; the limit is the collective timeout and 5 s): it is hung "
+           "(stopped, stuck in a collective or deadlocked); killing it (SIGKILL)");
+    r.last_beat.reset();
+    kill(-r.pid, SIGKILL);
   }
 }
 
@@ -166,6 +206,10 @@ int Supervisor::poll_timeout_ms() const {
   int timeout_ms = -1;
   if (stopping_ && !killed_) timeout_ms = until(kill_at_);
   if (watch_.poll) timeout_ms = timeout_ms < 0 ? until(next_watch_) : std::min(timeout_ms, until(next_watch_));
+  if (hang_limit_) {
+    const int check = static_cast<int>(kHangCheck.count());
+    timeout_ms = timeout_ms < 0 ? check : std::min(timeout_ms, check);
+  }
   return timeout_ms;
 }
 
@@ -190,6 +234,10 @@ int Supervisor::run() {
         fds.push_back({r.fds[stream], POLLIN, 0});
         sources.emplace_back(&r, stream);
       }
+      if (r.heartbeat_fd >= 0) {
+        fds.push_back({r.heartbeat_fd, POLLIN, 0});
+        sources.emplace_back(&r, kHeartbeatSource);
+      }
     }
     int ready = poll(fds.data(), fds.size(), poll_timeout_ms());
     if (ready < 0 && errno != EINTR) {
@@ -198,7 +246,12 @@ int Supervisor::run() {
       killed_ = true;
     }
     for (size_t i = 1; ready > 0 && i < fds.size(); ++i) {
-      if (fds[i].revents != 0) read_output(*sources[i].first, sources[i].second, false);
+      if (fds[i].revents == 0) continue;
+      if (sources[i].second == kHeartbeatSource) {
+        read_heartbeat(*sources[i].first);
+      } else {
+        read_output(*sources[i].first, sources[i].second, false);
+      }
     }
     if (ready > 0 && fds[0].revents != 0) {
       while (int sig = signals_.next()) {
@@ -210,6 +263,7 @@ int Supervisor::run() {
       }
     }
     poll_watch();
+    kill_hung_ranks();
     if (stopping_ && !killed_ && Clock::now() >= kill_at_ && running_count() > 0) {
       std::string still;
       for (const Rank& r : ranks_) {

@@ -1,7 +1,10 @@
 // Supervisor: runs the ranks of this node until they all end. It forwards their output line by line with a
 // "[rankN]: " prefix (stdout to stdout, stderr to stderr) and, when a rank fails or the launcher is told to
 // stop (SIGINT, SIGTERM, SIGHUP), stops every rank: SIGTERM (and SIGCONT, for a stopped rank) to each rank's
-// process group, SIGKILL after the grace period (at once on a second signal).
+// process group, SIGKILL after the grace period (at once on a second signal). With a hang limit it also reads each
+// rank's heartbeat pipe (distributed/rank_heartbeat.h): a rank that has beaten once and then stays silent for
+// longer than the limit is hung (stopped, stuck in a collective, deadlocked) and is killed, which fails the job
+// like any other failure (and so restarts it under --max-restarts).
 #pragma once
 
 #include <sys/types.h>
@@ -42,6 +45,9 @@ class Supervisor {
   // Starts global rank `rank`; LaunchError when the program cannot be executed.
   void start(int rank, const std::vector<std::string>& command, const std::vector<std::string>& env);
 
+  // Ranks silent on their heartbeat pipe for longer than `limit` are killed as hung (none: not watched).
+  void set_hang_limit(std::chrono::milliseconds limit) { hang_limit_ = limit; }
+
   // Installs the watch for the next run().
   void set_watch(Watch watch) { watch_ = std::move(watch); }
 
@@ -65,9 +71,13 @@ class Supervisor {
     int fds[2] = {-1, -1};  // stdout, stderr read ends (-1 once closed)
     std::unique_ptr<LinePrefixer> prefixers[2];
     bool running = true;
+    int heartbeat_fd = -1;                        // read end of its heartbeat pipe (-1 once closed)
+    std::optional<Clock::time_point> last_beat;  // watched since its first beat, until it says it is idle
   };
 
   void read_output(Rank& r, int stream, bool until_drained);
+  void read_heartbeat(Rank& r);
+  void kill_hung_ranks();
   void close_output(Rank& r, int stream);
   void reap();
   void on_exit(Rank& r, int status);
@@ -89,6 +99,7 @@ class Supervisor {
   bool got_stop_signal_ = false;       // any stop signal, even one that came while already stopping
   int stop_signal_ = 0;                // the signal that stopped the launcher
   Watch watch_;
+  std::optional<std::chrono::milliseconds> hang_limit_;
   Clock::time_point next_watch_ = Clock::now();
   bool stopped_by_watch_ = false;
 };
