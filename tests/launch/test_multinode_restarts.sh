@@ -82,8 +82,8 @@ check "(a) one restart only" test "$(grep -c 'restarting all nodes' "$tmp/a0")" 
 
 # (b) --nnodes 2: node 1's launcher is killed -9 (its ranks die with it); node 0's ranks fail, node 0 restarts and
 # waits --rendezvous-timeout for node 1, then ends naming it.
-node 0 "$tmp/b0" loop 29620 --nnodes 2 --max-restarts 1 --rendezvous-timeout 3; b0=$launched
-node 1 "$tmp/b1" loop 29620 --nnodes 2 --max-restarts 1 --rendezvous-timeout 3; b1=$launched
+node 0 "$tmp/b0" loop 29620 --nnodes 2 --max-restarts 1 --rendezvous-timeout 3 --timeout 5; b0=$launched
+node 1 "$tmp/b1" loop 29620 --nnodes 2 --max-restarts 1 --rendezvous-timeout 3 --timeout 5; b1=$launched
 check "(b) all four ranks up" wait_for 30 all_pids "$tmp/loop" 0 1 2 3
 kill -KILL $b1
 ended 40 $b0; s0=$ended_status
@@ -96,8 +96,8 @@ check "(b) the lost node is named with its host" grep -qF \
 # (c) --nnodes 1:2: the same loss; node 0 goes on alone (world of 2, SYNCGRAD_ELASTIC=1), then node 1's launcher is
 # started again: it is taken in at a restart that does not count, and the job ends on both with four ranks.
 rm -f "$tmp/elastic"/pid.*
-node 0 "$tmp/c0" elastic 29630 --nnodes 1:2 --max-restarts 1 --rendezvous-timeout 3; c0=$launched
-node 1 "$tmp/c1" elastic 29630 --nnodes 1:2 --max-restarts 1 --rendezvous-timeout 3; c1=$launched
+node 0 "$tmp/c0" elastic 29630 --nnodes 1:2 --max-restarts 1 --rendezvous-timeout 3 --timeout 5; c0=$launched
+node 1 "$tmp/c1" elastic 29630 --nnodes 1:2 --max-restarts 1 --rendezvous-timeout 3 --timeout 5; c1=$launched
 check "(c) all four ranks up" wait_for 30 all_pids "$tmp/elastic" 0 1 2 3
 kill -KILL $c1
 rm -f "$tmp/elastic"/pid.*
@@ -105,7 +105,7 @@ check "(c) node 0 goes on alone: its two ranks meet again" wait_for 30 all_pids 
 check "(c) ... as attempt 1 with world size 2" grep -qF \
   "syncgrad-launch: attempt 1: 1 node(s): node 0 (host $host); node 0 (host $host) runs ranks 0..1 of 2" "$tmp/c0"
 check "(c) ... seeing SYNCGRAD_ELASTIC=1" grep -qx "\[rank1\]: attempt 1: rank 1 of 2, node 0 of 1, elastic 1" "$tmp/c0"
-node 1 "$tmp/c1b" elastic 29630 --nnodes 1:2 --max-restarts 1 --rendezvous-timeout 3; c1=$launched
+node 1 "$tmp/c1b" elastic 29630 --nnodes 1:2 --max-restarts 1 --rendezvous-timeout 3 --timeout 5; c1=$launched
 ended 40 $c0; s0=$ended_status
 ended 40 $c1; s1=$ended_status
 cat "$tmp/c0" "$tmp/c1b"
