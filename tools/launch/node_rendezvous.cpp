@@ -69,7 +69,10 @@ StopRecord decode_stop(const std::string& text) {
 
 std::string encode(const Membership& m) {
   std::string text = "ok " + std::to_string(m.ranks_store_port) + " " + std::to_string(m.restarts_used);
-  for (const NodeInfo& n : m.nodes) text += "\n" + encode(n);
+  for (const NodeInfo& n : m.nodes) {
+    text += '\n';
+    text += encode(n);
+  }
   return text;
 }
 
