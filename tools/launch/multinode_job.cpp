@@ -270,9 +270,12 @@ class MultinodeJob {
   AttemptResult run_attempt(int k, const Membership& m) {
     const int group_rank = m.group_rank_of(self_.node_rank);
     const int first = group_rank * options_.nproc_per_node;
+    const std::string ranks = options_.nproc_per_node == 1
+                                  ? "rank " + std::to_string(first)
+                                  : "ranks " + std::to_string(first) + ".." +
+                                        std::to_string(first + options_.nproc_per_node - 1);
     report("attempt " + std::to_string(k) + ": " + std::to_string(m.nodes.size()) + " node(s): " + m.describe() +
-           "; " + self_.describe() + " runs ranks " + std::to_string(first) + ".." +
-           std::to_string(first + options_.nproc_per_node - 1) + " of " + std::to_string(m.world_size()));
+           "; " + self_.describe() + " runs " + ranks + " of " + std::to_string(m.world_size()));
     last_beats_.clear();
     std::optional<StopRecord> stop;
     std::string lost;  // node 0 lost, while the ranks ran
