@@ -90,13 +90,17 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.add_option_function<std::string>(
          "--rendezvous-timeout", [&flags](const std::string& seconds) { flags.rendezvous_timeout = seconds; },
          "seconds the ranks may take to reach the store and meet each other before they fail naming the ranks "
-         "that never arrived, exported as SYNCGRAD_RENDEZVOUS_TIMEOUT (default 300, or $SYNCGRAD_RENDEZVOUS_TIMEOUT)")
+         "that never arrived, exported as SYNCGRAD_RENDEZVOUS_TIMEOUT (default 300, or $SYNCGRAD_RENDEZVOUS_TIMEOUT); with "
+         "--nnodes > 1 and --max-restarts, or MIN:MAX, also how long each attempt waits for the nodes before it ends "
+         "the job naming the missing ones")
       ->type_name("SECONDS");
   app.prefix_command();
   app.footer(
       "PROGRAM ARGS... runs once per rank (found via PATH), with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
       "GROUP_RANK, MASTER_ADDR, MASTER_PORT, SYNCGRAD_STORE_TOKEN, SYNCGRAD_STORE_SERVED=1, SYNCGRAD_JOB_ID (the "
-      "job's id, derived from the token, unless set), SYNCGRAD_RESTART_COUNT and OMP_NUM_THREADS=1 (unless set) in its environment and "
+      "job's id, derived from the token, unless set), SYNCGRAD_RESTART_COUNT, SYNCGRAD_HEARTBEAT_FD (a rank silent there "
+      "past the collective timeout and 5 s is killed as hung), SYNCGRAD_ELASTIC=1 (with --nnodes MIN:MAX) and "
+      "OMP_NUM_THREADS=1 (unless set) in its environment and "
       "stdin at /dev/null. Each output line is prefixed with [rankN]. When a rank fails the others are stopped and "
       "syncgrad-launch exits with the failing rank's status (128+signal when it was killed); when syncgrad-launch "
       "itself is killed, its ranks die with it. Use -- before a PROGRAM whose name starts with '-'.");
