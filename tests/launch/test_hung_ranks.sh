@@ -21,10 +21,10 @@ trap cleanup EXIT
 printf '#!/bin/sh\nif [ "$SYNCGRAD_RESTART_COUNT" = 0 ]; then exec "%s" --pid-dir "%s" --loop; fi\nexec "%s"\n' \
   "$probe" "$tmp" "$probe" >"$tmp/rank.sh"
 chmod +x "$tmp/rank.sh"
-"$launch" --nproc-per-node 2 --max-restarts 1 --timeout 1 --grace-period 1 "$tmp/rank.sh" >"$tmp/out" 2>"$tmp/err" &
+"$launch" --nproc-per-node 2 --max-restarts 1 --timeout 2 --grace-period 1 "$tmp/rank.sh" >"$tmp/out" 2>"$tmp/err" &
 victim=$!
 check "both ranks joined" wait_for 30 test -s "$tmp/pid.0" -a -s "$tmp/pid.1"
-sleep 1.5  # a few beats
+sleep 2.5  # a few beats (one a second)
 kill -STOP "$(cat "$tmp/pid.0")" "$(cat "$tmp/pid.1")"
 echo $victim >"$tmp/launcher"
 check "the launcher ends (hang guard 60 s)" wait_for 60 gone "$tmp/launcher"
@@ -37,8 +37,8 @@ check "... which restarts the job" grep -q 'was killed by SIGKILL (signal 9); re
 check "attempt 1's ranks joined" grep -q '^\[rank1\]: joined: rank 1 of 2' "$tmp/out"
 
 # Work after the last collective: the rank's group is destroyed (it says it is idle), then its wrapper sleeps past
-# the hang limit (1 s + 5 s): not a hang.
-"$launch" --nproc-per-node 2 --timeout 1 sh -c "\"$probe\" && sleep 7 && echo post-processing done" \
+# the hang limit (2 s + 5 s): not a hang.
+"$launch" --nproc-per-node 2 --timeout 2 sh -c "\"$probe\" && sleep 8 && echo post-processing done" \
   >"$tmp/out" 2>"$tmp/err"; status=$?
 cat "$tmp/err"
 check "work after the last collective: the job succeeds" test $status -eq 0
