@@ -66,9 +66,11 @@ mkdir "$tmp/sleep" "$tmp/loop" "$tmp/elastic"
 node 0 "$tmp/a0" sleep 29610 --nnodes 2 --max-restarts 2; a0=$launched
 node 1 "$tmp/a1" sleep 29610 --nnodes 2 --max-restarts 2; a1=$launched
 check "(a) all four ranks up" wait_for 30 all_pids "$tmp/sleep" 0 1 2 3
+start=$(date +%s%N)
 kill -KILL "$(cat "$tmp/sleep/pid.3")"
 ended 40 $a0; s0=$ended_status
 ended 40 $a1; s1=$ended_status
+echo "(a) from the kill to both nodes done with attempt 1 (stop, rendezvous, 4 ranks joined again): $(elapsed_ms "$start") ms"
 cat "$tmp/a0" "$tmp/a1"
 restart_line="node 1 (host $host): rank 3 was killed by SIGKILL (signal 9); restarting all nodes (restart 1 of 2)"
 check "(a) node 0's launcher succeeds" test $s0 -eq 0
