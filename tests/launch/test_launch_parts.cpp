@@ -240,6 +240,8 @@ TEST_CASE("check_flags: --max-restarts") {
   f.master_port = "29500";
   LaunchOptions o = check_flags(f, {"prog"});
   CHECK(o.max_restarts == 1);
+  CHECK(o.min_nodes() == 2);
+  CHECK_FALSE(o.elastic());
   CHECK(o.coordinated());  // several nodes restart together through the store
   f.max_restarts = "0";
   CHECK_FALSE(check_flags(f, {"prog"}).coordinated());
@@ -265,7 +267,7 @@ TEST_CASE("--nnodes N or MIN:MAX") {
   f.master_addr = "10.0.0.1";
   f.master_port = "29500";
   LaunchOptions o = check_flags(f, {"prog"});
-  CHECK(o.min_nnodes == 1);
+  CHECK(o.min_nodes() == 1);
   CHECK(o.nnodes == 3);
   CHECK(o.elastic());
   CHECK(o.coordinated());  // elastic even without restarts

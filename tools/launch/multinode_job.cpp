@@ -73,7 +73,7 @@ class MultinodeJob {
     self_.host = host_name();
     self_.nproc = options.nproc_per_node;
     self_.max_restarts = options.max_restarts;
-    self_.min_nnodes = options.min_nnodes;
+    self_.min_nnodes = options.min_nodes();
     self_.max_nnodes = options.nnodes;
   }
 

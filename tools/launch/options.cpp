@@ -112,7 +112,7 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
                                "start at least one process, e.g. --nproc-per-node 2");
   const NodeRange nodes = parse_node_range(flags.nnodes, kMaxCount);
   o.nnodes = nodes.max;
-  o.min_nnodes = nodes.min;
+  o.min_nnodes = nodes.elastic() ? nodes.min : 0;
   o.node_rank = check_int("--node-rank", flags.node_rank, 0, kMaxCount, "nodes are numbered 0 .. nnodes-1");
   SYNCGRAD_CHECK(o.node_rank < o.nnodes, UsageError, "--node-rank ", flags.node_rank, " is not below --nnodes ",
                  flags.nnodes, ": nodes are numbered 0 .. ", o.nnodes - 1,

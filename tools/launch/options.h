@@ -28,7 +28,7 @@ struct LaunchFlags {
 struct LaunchOptions {
   int nproc_per_node = 1;
   int nnodes = 1;      // --nnodes N, or MAX of --nnodes MIN:MAX
-  int min_nnodes = 1;  // N, or MIN of --nnodes MIN:MAX: fewer than nnodes makes the job elastic
+  int min_nnodes = 0;  // MIN of --nnodes MIN:MAX (elastic); 0: a fixed nnodes
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   uint16_t master_port = 0;                      // 0: node 0 serves the store on a free port (one node only)
@@ -42,7 +42,8 @@ struct LaunchOptions {
   std::vector<std::string> command;              // PROGRAM ARGS...
 
   int world_size() const { return nproc_per_node * nnodes; }
-  bool elastic() const { return min_nnodes < nnodes; }
+  int min_nodes() const { return min_nnodes > 0 ? min_nnodes : nnodes; }
+  bool elastic() const { return min_nodes() < nnodes; }
   // The nodes' launchers agree on every attempt through the store (tools/launch/multinode_job.h): several
   // nodes with restarts, or an elastic job.
   bool coordinated() const { return nnodes > 1 && (max_restarts > 0 || elastic()); }
