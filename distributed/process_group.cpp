@@ -7,11 +7,14 @@
 #include <mutex>
 
 #include "distributed/errors.h"
+#include "distributed/rank_heartbeat.h"
 #include "tensor/backend.h"
 #include "tensor/check.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad::distributed {
+
+ProcessGroup::~ProcessGroup() { heartbeat::note_idle(); }
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {

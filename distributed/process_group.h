@@ -39,7 +39,8 @@ struct ProcessGroupOptions {
 class ProcessGroup {
  public:
   ProcessGroup(int rank, int size, ProcessGroupOptions options) : rank_(rank), size_(size), options_(options) {}
-  virtual ~ProcessGroup() = default;
+  // Tells syncgrad-launch's hang detection that the rank may now work without collectives (rank_heartbeat.h).
+  virtual ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 

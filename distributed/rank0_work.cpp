@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "distributed/errors.h"
+#include "distributed/rank_heartbeat.h"
 #include "tensor/check.h"
 
 namespace syncgrad::distributed {
@@ -61,6 +62,7 @@ class Heartbeat {
       } catch (const std::exception&) {
         return;
       }
+      heartbeat::note_progress();
       lock.lock();
     }
   }
@@ -123,6 +125,7 @@ std::string wait_for_outcome(Store& store, const CallKeys& keys, int rank, const
       if (beat != last_beat) {
         last_beat = beat;
         last_sign = Clock::now();
+        heartbeat::note_progress();
       }
     } catch (const DistributedError& e) {
       throw store_stopped_answering(me, what, e);

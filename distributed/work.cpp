@@ -2,6 +2,7 @@
 #include "distributed/work.h"
 
 #include "distributed/errors.h"
+#include "distributed/rank_heartbeat.h"
 
 namespace syncgrad::distributed {
 
@@ -36,6 +37,7 @@ void Work::finish(std::exception_ptr error) {
     error_ = std::move(error);
     finished_ = std::chrono::steady_clock::now();
   }
+  if (!error) heartbeat::note_progress();
   done_cv_.notify_all();
 }
 

@@ -2,8 +2,9 @@
 // (on a free port unless --master-port is given); every rank gets torchrun's environment variables, its
 // output prefixed with [rankN], and the job is stopped as a whole when one rank fails (and dies with the
 // launcher when it is killed). With --max-restarts N, a failed job is started again (all ranks, a fresh store) up to
-// N times; each attempt's ranks see SYNCGRAD_RESTART_COUNT and resume from their own checkpoints. Under srun, one
-// launcher per node takes the layout flags not given from the Slurm step (tools/launch/slurm_layout.h).
+// N times; each attempt's ranks see SYNCGRAD_RESTART_COUNT and resume from their own checkpoints. Several nodes
+// with restarts, or an elastic --nnodes MIN:MAX, run as a coordinated job (tools/launch/multinode_job.h). Under
+// srun, one launcher per node takes the layout flags not given from the Slurm step (tools/launch/slurm_layout.h).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <csignal>
@@ -15,6 +16,8 @@
 #include "distributed/scheduler_env.h"
 #include "distributed/tcp_store.h"
 #include "tools/launch/errors.h"
+#include "tools/launch/hang_limit.h"
+#include "tools/launch/multinode_job.h"
 #include "tools/launch/options.h"
 #include "tools/launch/rank_env.h"
 #include "tools/launch/restart_policy.h"
@@ -55,6 +58,7 @@ int run_attempt(const launch::LaunchOptions& options, launch::SignalChannel& sig
     store.port = server->port();
   }
   launch::Supervisor supervisor(signals, options.grace_period);
+  supervisor.set_hang_limit(launch::hang_limit(options));
   std::vector<std::string> base = launch::current_environment();
   for (int local = 0; local < options.nproc_per_node; ++local) {
     supervisor.start(options.node_rank * options.nproc_per_node + local, options.command,
@@ -75,6 +79,10 @@ int pending_stop_signal(launch::SignalChannel& signals) {
 }
 
 int launch_job(const launch::LaunchOptions& options) {
+  if (options.coordinated()) {
+    launch::SignalChannel signals;
+    return launch::run_multinode_job(options, signals);
+  }
   launch::StoreAddress store{options.master_addr, options.master_port, launch::job_token(options)};
   const std::string job_id = launch::job_id(store.token, options.slurm_job);
   if (!options.layout_note.empty()) std::fprintf(stderr, "syncgrad-launch: %s\n", options.layout_note.c_str());

@@ -11,7 +11,9 @@
 
 #include "tests/check_error.h"
 #include "tools/launch/errors.h"
+#include "tools/launch/hang_limit.h"
 #include "tools/launch/line_prefixer.h"
+#include "tools/launch/node_range.h"
 #include "tools/launch/options.h"
 #include "tools/launch/rank_env.h"
 #include "tools/launch/restart_policy.h"
@@ -236,5 +238,56 @@ TEST_CASE("check_flags: --max-restarts") {
   f.nnodes = "2";
   f.master_addr = "10.0.0.1";
   f.master_port = "29500";
-  check_error<UsageError>([&] { check_flags(f, {"prog"}); }, {"restarts are single-node for now"});
+  LaunchOptions o = check_flags(f, {"prog"});
+  CHECK(o.max_restarts == 1);
+  CHECK(o.min_nodes() == 2);
+  CHECK_FALSE(o.elastic());
+  CHECK(o.coordinated());  // several nodes restart together through the store
+  f.max_restarts = "0";
+  CHECK_FALSE(check_flags(f, {"prog"}).coordinated());
+}
+
+TEST_CASE("--nnodes N or MIN:MAX") {
+  CHECK(parse_node_range("2", 100).min == 2);
+  CHECK(parse_node_range("2", 100).max == 2);
+  CHECK_FALSE(parse_node_range("2", 100).elastic());
+  NodeRange r = parse_node_range("1:4", 100);
+  CHECK(r.min == 1);
+  CHECK(r.max == 4);
+  CHECK(r.elastic());
+  for (const char* bad : {"0", "", "a", "1:", ":2", "1:2:3", "0:2", "2:x", "1:101", " 1:2"}) {
+    check_error<UsageError>([&] { parse_node_range(bad, 100); },
+                            {"--nnodes " + std::string(bad) + ": expected an integer >= 1", "MIN:MAX"});
+  }
+  check_error<UsageError>([&] { parse_node_range("3:2", 100); },
+                          {"--nnodes 3:2: MIN 3 is above MAX 2", "e.g. --nnodes 2:3"});
+  LaunchFlags f;
+  f.nnodes = "1:3";
+  f.node_rank = "2";
+  f.master_addr = "10.0.0.1";
+  f.master_port = "29500";
+  LaunchOptions o = check_flags(f, {"prog"});
+  CHECK(o.min_nodes() == 1);
+  CHECK(o.nnodes == 3);
+  CHECK(o.elastic());
+  CHECK(o.coordinated());  // elastic even without restarts
+  f.node_rank = "3";
+  check_error<UsageError>([&] { check_flags(f, {"prog"}); }, {"--node-rank 3 is not below --nnodes 1:3"});
+  f.node_rank = "0";
+  f.master_port = "";
+  check_error<UsageError>([&] { check_flags(f, {"prog"}); }, {"--nnodes 1:3 needs --master-port"});
+}
+
+TEST_CASE("hang_limit: the collective timeout and 5 s") {
+  LaunchOptions o;
+  o.timeout = "2.5";
+  CHECK(hang_limit(o) == std::chrono::milliseconds(7500));
+  o.timeout.reset();
+  const char* saved = std::getenv("SYNCGRAD_TIMEOUT");
+  const std::string keep = saved ? saved : "";
+  setenv("SYNCGRAD_TIMEOUT", "10", 1);
+  CHECK(hang_limit(o) == std::chrono::milliseconds(15000));
+  unsetenv("SYNCGRAD_TIMEOUT");
+  CHECK(hang_limit(o) == std::chrono::milliseconds(605000));
+  if (saved) setenv("SYNCGRAD_TIMEOUT", keep.c_str(), 1);
 }

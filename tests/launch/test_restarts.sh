@@ -24,9 +24,6 @@ for bad in -1 abc 1e9 10001; do
   check "--max-restarts $bad is refused, naming the value and the range" \
     fails_with 2 "--max-restarts $bad: expected an integer 0..10000" --max-restarts "$bad" true
 done
-check "--max-restarts 1 with --nnodes 2 is refused: single-node for now" \
-  fails_with 2 "--max-restarts 1 with --nnodes 2: restarts are single-node for now" \
-  --nnodes 2 --master-addr 127.0.0.1 --master-port 29500 --max-restarts 1 true
 check "--help mentions --max-restarts and SYNCGRAD_RESTART_COUNT" \
   bash -c '"$1" --help | tr -s " \n" " " | grep -q -- "--max-restarts N=0 .*SYNCGRAD_RESTART_COUNT"' _ "$launch"
 

@@ -10,6 +10,7 @@
 #include "distributed/launch_env.h"
 #include "tensor/check.h"
 #include "tools/launch/errors.h"
+#include "tools/launch/node_range.h"
 #include "tools/launch/slurm_layout.h"
 
 namespace syncgrad::launch {
@@ -52,9 +53,10 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
       ->type_name("N")
       ->capture_default_str();
   app.add_option("--nnodes", flags.nnodes,
-                 "nodes in the job; each node runs its own syncgrad-launch (default 1; under srun the step's node "
-                 "count, one syncgrad-launch per node)")
-      ->type_name("M");
+                 "nodes in the job, or MIN:MAX for an elastic job that goes on with the nodes left after one is "
+                 "lost (at least MIN) and takes nodes back at the next restart; each node runs its own "
+                 "syncgrad-launch (default 1; under srun the step's node count, one syncgrad-launch per node)")
+      ->type_name("M|MIN:MAX");
   app.add_option("--node-rank", flags.node_rank,
                  "this node's index, 0 .. nnodes-1; node 0 serves the store (default 0; under srun SLURM_NODEID)")
       ->type_name("K");
@@ -72,8 +74,8 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.add_option("--max-restarts", flags.max_restarts,
                  "times to stop and start all ranks again when one fails (not when one exits 75, preempted, nor on "
                  "a signal to syncgrad-launch); each attempt's ranks get SYNCGRAD_RESTART_COUNT (0 on the first) and "
-                 "a fresh store, and resume from their own checkpoints (e.g. syncgrad-train --resume auto); one node "
-                 "only for now")
+                 "a fresh store, and resume from their own checkpoints (e.g. syncgrad-train --resume auto); with "
+                 "--nnodes > 1 all nodes restart together (the same N on every node)")
       ->type_name("N")
       ->capture_default_str();
   app.add_option_function<std::string>(
@@ -90,13 +92,17 @@ void add_flags(CLI::App& app, LaunchFlags& flags) {
   app.add_option_function<std::string>(
          "--rendezvous-timeout", [&flags](const std::string& seconds) { flags.rendezvous_timeout = seconds; },
          "seconds the ranks may take to reach the store and meet each other before they fail naming the ranks "
-         "that never arrived, exported as SYNCGRAD_RENDEZVOUS_TIMEOUT (default 300, or $SYNCGRAD_RENDEZVOUS_TIMEOUT)")
+         "that never arrived, exported as SYNCGRAD_RENDEZVOUS_TIMEOUT (default 300, or $SYNCGRAD_RENDEZVOUS_TIMEOUT); with "
+         "--nnodes > 1 and --max-restarts, or MIN:MAX, also how long each attempt waits for the nodes before it ends "
+         "the job naming the missing ones")
       ->type_name("SECONDS");
   app.prefix_command();
   app.footer(
       "PROGRAM ARGS... runs once per rank (found via PATH), with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, "
       "GROUP_RANK, MASTER_ADDR, MASTER_PORT, SYNCGRAD_STORE_TOKEN, SYNCGRAD_STORE_SERVED=1, SYNCGRAD_JOB_ID (the "
-      "job's id, derived from the token, unless set), SYNCGRAD_LAUNCHER=syncgrad-launch, SYNCGRAD_RESTART_COUNT and "
+      "job's id, derived from the token, unless set), SYNCGRAD_LAUNCHER=syncgrad-launch, SYNCGRAD_RESTART_COUNT, "
+      "SYNCGRAD_HEARTBEAT_FD (a rank silent there past the collective timeout and 5 s is killed as hung), "
+      "SYNCGRAD_ELASTIC=1 (with --nnodes MIN:MAX) and "
       "OMP_NUM_THREADS=1 (unless set) in its environment and "
       "stdin at /dev/null. Each output line is prefixed with [rankN]. When a rank fails the others are stopped and "
       "syncgrad-launch exits with the failing rank's status (128+signal when it was killed); when syncgrad-launch "
@@ -111,8 +117,10 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
   o.nproc_per_node = check_int("--nproc-per-node", flags.nproc_per_node, 1, kMaxCount,
                                "start at least one process, e.g. --nproc-per-node 2");
   GivenLayout given;
+  std::optional<NodeRange> nodes;
   if (!flags.nnodes.empty()) {
-    given.nnodes = check_int("--nnodes", flags.nnodes, 1, kMaxCount, "a job runs on at least one node, e.g. --nnodes 2");
+    nodes = parse_node_range(flags.nnodes, kMaxCount);
+    given.nnodes = nodes->max;
   }
   if (!flags.node_rank.empty()) {
     given.node_rank = check_int("--node-rank", flags.node_rank, 0, kMaxCount, "nodes are numbered 0 .. nnodes-1");
@@ -127,6 +135,7 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
   o.nnodes = given.nnodes.value_or(1);
   o.node_rank = given.node_rank.value_or(0);
   if (slurm) apply_slurm_step(*slurm, given, o);
+  o.min_nnodes = nodes && nodes->elastic() ? nodes->min : 0;
   SYNCGRAD_CHECK(o.node_rank < o.nnodes, UsageError, "--node-rank ", o.node_rank, " is not below --nnodes ", o.nnodes,
                  ": nodes are numbered 0 .. ", o.nnodes - 1, "; give each node's launcher its own --node-rank");
   SYNCGRAD_CHECK(static_cast<long long>(o.nproc_per_node) * o.nnodes <= kMaxCount, UsageError, "--nproc-per-node ",
@@ -147,10 +156,6 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
   o.grace_period = std::chrono::milliseconds(static_cast<long long>(std::llround(grace * 1000)));
   o.max_restarts = check_int("--max-restarts", flags.max_restarts, 0, kMaxRestarts,
                              "the times all ranks are started again after a failure, e.g. --max-restarts 3");
-  SYNCGRAD_CHECK(o.max_restarts == 0 || o.nnodes == 1, UsageError, "--max-restarts ", flags.max_restarts,
-                 " with --nnodes ", o.nnodes,
-                 ": restarts are single-node for now (every node would have to restart together); use --nnodes 1, "
-                 "or --max-restarts 0 and restart the job from its checkpoints");
   SYNCGRAD_CHECK(
       !flags.token || !flags.token->empty(), UsageError,
       "--token is empty; pass the same non-empty token to every node's launcher, e.g. --token $(openssl rand -hex 16)");

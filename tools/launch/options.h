@@ -29,12 +29,13 @@ struct LaunchFlags {
 
 struct LaunchOptions {
   int nproc_per_node = 1;
-  int nnodes = 1;
+  int nnodes = 1;      // --nnodes N, or MAX of --nnodes MIN:MAX
+  int min_nnodes = 0;  // MIN of --nnodes MIN:MAX (elastic); 0: a fixed nnodes
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   uint16_t master_port = 0;                      // 0: node 0 serves the store on a free port (one node only)
   std::chrono::milliseconds grace_period{5000};  // between SIGTERM and SIGKILL when stopping the ranks
-  int max_restarts = 0;                          // times all ranks are started again after one failed (one node)
+  int max_restarts = 0;                          // times all ranks (of all nodes) are started again after a failure
   std::optional<std::string> token;              // --token
   // --timeout / --rendezvous-timeout in seconds as given (checked), exported to the ranks as SYNCGRAD_TIMEOUT /
   // SYNCGRAD_RENDEZVOUS_TIMEOUT; unset: the ranks keep what the launcher's environment says, else their defaults.
@@ -47,6 +48,11 @@ struct LaunchOptions {
   std::string layout_note;
 
   int world_size() const { return nproc_per_node * nnodes; }
+  int min_nodes() const { return min_nnodes > 0 ? min_nnodes : nnodes; }
+  bool elastic() const { return min_nodes() < nnodes; }
+  // The nodes' launchers agree on every attempt through the store (tools/launch/multinode_job.h): several
+  // nodes with restarts, or an elastic job.
+  bool coordinated() const { return nnodes > 1 && (max_restarts > 0 || elastic()); }
 };
 
 // Declares the flags on `app` (which stops parsing at PROGRAM: everything from there on is the command).

@@ -1,5 +1,5 @@
 // spawn_process(): fork + execve with a new process group, default signal dispositions, an empty signal mask,
-// output pipes, no inherited descriptors beyond 0..2, and PR_SET_PDEATHSIG so that the rank dies with the
+// output pipes, no inherited descriptors beyond 0..2 and the heartbeat pipe, and PR_SET_PDEATHSIG so that the rank dies with the
 // launcher. Between fork and exec the child calls only async-signal-safe functions: PATH is searched in the
 // parent (the candidates are prepared there), and an exec failure comes back as errno over a close-on-exec pipe.
 #include "tools/launch/spawn.h"
@@ -96,6 +96,7 @@ struct ChildSetup {
   int stdout_fd = -1;
   int stderr_fd = -1;
   int status_fd = -1;  // gets errno when the child cannot become the rank
+  int heartbeat_fd = -1;  // the write end the rank keeps (SYNCGRAD_HEARTBEAT_FD)
 };
 
 // dup2 that also works when `fd` already is `target` (dup2 would then keep its close-on-exec flag).
@@ -137,6 +138,7 @@ void close_on_exec_from_3() {
   if (null_fd < 0 || !move_to(null_fd, STDIN_FILENO)) fail(s, errno);
   if (!move_to(s.stdout_fd, STDOUT_FILENO) || !move_to(s.stderr_fd, STDERR_FILENO)) fail(s, errno);
   close_on_exec_from_3();
+  if (fcntl(s.heartbeat_fd, F_SETFD, 0) != 0) fail(s, errno);
   int err = ENOENT;
   bool denied = false;
   for (const std::string& path : *s.paths) {
@@ -158,12 +160,17 @@ SpawnedProcess spawn_process(const std::vector<std::string>& command, const std:
   Pipe out;
   Pipe err;
   Pipe status;
+  Pipe heartbeat;
   const std::vector<std::string> paths = candidates(command.front());
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const std::string heartbeat_entry = "SYNCGRAD_HEARTBEAT_FD=" + std::to_string(heartbeat.write_end);
   std::vector<char*> envp;
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  for (const std::string& e : env) {
+    if (e.rfind("SYNCGRAD_HEARTBEAT_FD=", 0) != 0) envp.push_back(const_cast<char*>(e.c_str()));
+  }
+  envp.push_back(const_cast<char*>(heartbeat_entry.c_str()));
   envp.push_back(nullptr);
   ChildSetup setup;
   setup.launcher = getpid();
@@ -174,6 +181,7 @@ SpawnedProcess spawn_process(const std::vector<std::string>& command, const std:
   setup.stdout_fd = out.write_end;
   setup.stderr_fd = err.write_end;
   setup.status_fd = status.write_end;
+  setup.heartbeat_fd = heartbeat.write_end;
 
   const pid_t pid = fork();
   SYNCGRAD_CHECK(pid >= 0, LaunchError, "cannot start a rank (fork failed): ", std::strerror(errno),
@@ -182,6 +190,7 @@ SpawnedProcess spawn_process(const std::vector<std::string>& command, const std:
   out.close_write_end();
   err.close_write_end();
   status.close_write_end();
+  heartbeat.close_write_end();
   // End of file: the exec succeeded (the pipe was close-on-exec); an int: the child's errno.
   int child_errno = 0;
   ssize_t n;
@@ -197,6 +206,7 @@ SpawnedProcess spawn_process(const std::vector<std::string>& command, const std:
   p.pid = pid;
   p.stdout_fd = out.release_read_end();
   p.stderr_fd = err.release_read_end();
+  p.heartbeat_fd = heartbeat.release_read_end();
   return p;
 }
 

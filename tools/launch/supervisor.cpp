@@ -20,6 +20,9 @@ namespace syncgrad::launch {
 namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
+constexpr int kHeartbeatSource = 2;  // poll source: a rank's heartbeat pipe (0, 1: its stdout, stderr)
+// How often the loop looks for hung ranks while a hang limit is set.
+constexpr std::chrono::milliseconds kHangCheck{1000};
 
 void report(const std::string& line) { write_all(STDERR_FILENO, "syncgrad-launch: " + line + "\n"); }
 
@@ -46,6 +49,7 @@ Supervisor::~Supervisor() {
     for (int stream : {0, 1}) {
       if (r.fds[stream] >= 0) close(r.fds[stream]);
     }
+    if (r.heartbeat_fd >= 0) close(r.heartbeat_fd);
   }
 }
 
@@ -56,6 +60,7 @@ void Supervisor::start(int rank, const std::vector<std::string>& command, const 
   r.pid = p.pid;
   r.fds[0] = p.stdout_fd;
   r.fds[1] = p.stderr_fd;
+  r.heartbeat_fd = p.heartbeat_fd;
   std::string prefix = "[rank" + std::to_string(rank) + "]: ";
   for (int stream : {0, 1}) {
     int out = stream == 0 ? STDOUT_FILENO : STDERR_FILENO;
@@ -95,6 +100,41 @@ void Supervisor::read_output(Rank& r, int stream, bool until_drained) {
   }
 }
 
+void Supervisor::read_heartbeat(Rank& r) {
+  char buffer[256];
+  while (r.heartbeat_fd >= 0) {
+    ssize_t n = read(r.heartbeat_fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) {  // the rank (and every child that inherited the pipe) closed it
+      close(r.heartbeat_fd);
+      r.heartbeat_fd = -1;
+      r.last_beat.reset();
+      return;
+    }
+    // The last byte tells the state: 'b' progress, 'i' idle (a process group was destroyed).
+    if (buffer[n - 1] == 'i') {
+      r.last_beat.reset();
+    } else {
+      r.last_beat = Clock::now();
+    }
+  }
+}
+
+void Supervisor::kill_hung_ranks() {
+  if (!hang_limit_ || stopping_) return;
+  const auto now = Clock::now();
+  for (Rank& r : ranks_) {
+    if (!r.running || !r.last_beat || now - *r.last_beat <= *hang_limit_) continue;
+    const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - *r.last_beat);
+    report("rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ") has made no progress for " +
+           seconds(silent) + " (its heartbeat stopped; the limit is the collective timeout and 5 s): it is hung "
+           "(stopped, stuck in a collective or deadlocked); killing it (SIGKILL)");
+    r.last_beat.reset();
+    kill(-r.pid, SIGKILL);
+  }
+}
+
 void Supervisor::signal_running(int sig) {
   for (Rank& r : ranks_) {
     if (!r.running) continue;
@@ -128,6 +168,7 @@ void Supervisor::on_exit(Rank& r, int status) {
   if (!failed(status) || stopping_) return;
   failure_status_ = status;
   failed_rank_ = r.rank;
+  if (watch_.on_failure) watch_.on_failure(r.rank, status);
   stop("rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + ") " + describe_wait_status(status),
        "the other ");
 }
@@ -163,7 +204,33 @@ void Supervisor::on_signal(int sig) {
   }
 }
 
+int Supervisor::poll_timeout_ms() const {
+  auto until = [](Clock::time_point t) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now());
+    return static_cast<int>(std::max<long long>(0, left.count()));
+  };
+  int timeout_ms = -1;
+  if (stopping_ && !killed_) timeout_ms = until(kill_at_);
+  if (watch_.poll) timeout_ms = timeout_ms < 0 ? until(next_watch_) : std::min(timeout_ms, until(next_watch_));
+  if (hang_limit_) {
+    const int check = static_cast<int>(kHangCheck.count());
+    timeout_ms = timeout_ms < 0 ? check : std::min(timeout_ms, check);
+  }
+  return timeout_ms;
+}
+
+void Supervisor::poll_watch() {
+  if (!watch_.poll || Clock::now() < next_watch_) return;
+  next_watch_ = Clock::now() + watch_.interval;
+  std::optional<std::string> why = watch_.poll();
+  if (why && !stopping_) {
+    stopped_by_watch_ = true;
+    stop(*why, "");
+  }
+}
+
 int Supervisor::run() {
+  next_watch_ = Clock::now() + watch_.interval;
   while (running_count() > 0) {
     std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
     std::vector<std::pair<Rank*, int>> sources{{nullptr, 0}};
@@ -173,20 +240,24 @@ int Supervisor::run() {
         fds.push_back({r.fds[stream], POLLIN, 0});
         sources.emplace_back(&r, stream);
       }
+      if (r.heartbeat_fd >= 0) {
+        fds.push_back({r.heartbeat_fd, POLLIN, 0});
+        sources.emplace_back(&r, kHeartbeatSource);
+      }
     }
-    int timeout_ms = -1;
-    if (stopping_ && !killed_) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(kill_at_ - Clock::now());
-      timeout_ms = static_cast<int>(std::max<long long>(0, left.count()));
-    }
-    int ready = poll(fds.data(), fds.size(), timeout_ms);
+    int ready = poll(fds.data(), fds.size(), poll_timeout_ms());
     if (ready < 0 && errno != EINTR) {
       report(std::string("poll failed: ") + std::strerror(errno) + "; killing the ranks");
       signal_running(SIGKILL);
       killed_ = true;
     }
     for (size_t i = 1; ready > 0 && i < fds.size(); ++i) {
-      if (fds[i].revents != 0) read_output(*sources[i].first, sources[i].second, false);
+      if (fds[i].revents == 0) continue;
+      if (sources[i].second == kHeartbeatSource) {
+        read_heartbeat(*sources[i].first);
+      } else {
+        read_output(*sources[i].first, sources[i].second, false);
+      }
     }
     if (ready > 0 && fds[0].revents != 0) {
       while (int sig = signals_.next()) {
@@ -197,6 +268,8 @@ int Supervisor::run() {
         }
       }
     }
+    poll_watch();
+    kill_hung_ranks();
     if (stopping_ && !killed_ && Clock::now() >= kill_at_ && running_count() > 0) {
       std::string still;
       for (const Rank& r : ranks_) {
