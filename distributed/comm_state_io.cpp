@@ -38,9 +38,11 @@ CommState gather_comm_state(const DistributedDataParallel& ddp) {
   CommState gathered;
   for (const auto& [key, value] : mine) {
     std::vector<Tensor> outputs;
-    if (key == "iteration") {  // host values: works whatever device the group's collectives take
-      const auto all = PendingValues::allgather(group, {value.contiguous().data_ptr<int64_t>()[0]}).wait();
-      for (int rank = 0; rank < world; ++rank) outputs.push_back(tensor({all[rank][0]}));
+    if (key == "iteration" || key == "bucket_order") {  // host values: whatever device the collectives take
+      const Tensor input = value.contiguous();
+      const int64_t* values = input.data_ptr<int64_t>();
+      const auto all = PendingValues::allgather(group, std::vector<int64_t>(values, values + input.numel())).wait();
+      for (int rank = 0; rank < world; ++rank) outputs.push_back(from_vector(all[rank], input.sizes()));
     } else {
       const Tensor input = value.contiguous();
       for (int rank = 0; rank < world; ++rank) outputs.push_back(empty(input.sizes(), TensorOptions{input.dtype()}));
@@ -61,8 +63,9 @@ void restore_comm_state(DistributedDataParallel& ddp, const CommState& gathered,
   for (const auto& [key, value] : gathered) {
     if (key.rfind(prefix, 0) != 0) continue;
     const std::string entry = key.substr(prefix.size());
-    hook_state = hook_state || entry != "iteration";
-    if (saved_world == world || entry == "iteration") mine.emplace_back(entry, value);
+    const bool per_rank = entry.rfind("hook.", 0) == 0;  // the step count and the bucket order are every rank's
+    hook_state = hook_state || per_rank;
+    if (saved_world == world || !per_rank) mine.emplace_back(entry, value);
   }
   SYNCGRAD_CHECK(!mine.empty(), ValueError, "checkpoint ", file, " holds no communication state \"", prefix,
                  "*\" for this rank (saved by a job of world size ", saved_world, ")");

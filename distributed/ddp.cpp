@@ -91,12 +91,17 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
 
 std::vector<std::pair<std::string, Tensor>> DistributedDataParallel::comm_state() const {
   std::vector<std::pair<std::string, Tensor>> state = {{"iteration", tensor({reducer_->iteration()})}};
+  const std::vector<int64_t>& order = reducer_->rebuilt_order();
+  if (!order.empty()) {
+    state.emplace_back("bucket_order", from_vector(order, {static_cast<int64_t>(order.size())}));
+  }
   for (auto& [key, value] : reducer_->comm_hook()->state_dict()) state.emplace_back("hook." + key, value);
   return state;
 }
 
 void DistributedDataParallel::load_comm_state(const std::vector<std::pair<std::string, Tensor>>& state) {
   std::optional<int64_t> iteration;
+  std::optional<std::vector<int64_t>> bucket_order;
   std::vector<std::pair<std::string, Tensor>> hook_state;
   for (const auto& [key, value] : state) {
     if (key == "iteration") {
@@ -104,15 +109,22 @@ void DistributedDataParallel::load_comm_state(const std::vector<std::pair<std::s
                      "DistributedDataParallel::load_comm_state: \"iteration\" must be one int64, got ",
                      value.numel(), " value(s) of ", dtype_name(value.dtype()));
       iteration = value.contiguous().data_ptr<int64_t>()[0];
+    } else if (key == "bucket_order") {
+      SYNCGRAD_CHECK(value.dim() == 1 && value.dtype() == DType::i64, ValueError,
+                     "DistributedDataParallel::load_comm_state: \"bucket_order\" must be a list of int64, got ",
+                     value.dim(), " dimension(s) of ", dtype_name(value.dtype()));
+      const Tensor order = value.contiguous();
+      bucket_order.emplace(order.data_ptr<int64_t>(), order.data_ptr<int64_t>() + order.numel());
     } else if (key.rfind("hook.", 0) == 0) {
       hook_state.emplace_back(key.substr(5), value);
     } else {
       throw ValueError("DistributedDataParallel::load_comm_state: unknown entry \"" + key +
-                       "\" (expected \"iteration\" and \"hook.<key>\")");
+                       "\" (expected \"iteration\", \"bucket_order\" and \"hook.<key>\")");
     }
   }
   SYNCGRAD_CHECK(iteration.has_value(), ValueError,
                  "DistributedDataParallel::load_comm_state: the state has no \"iteration\" entry");
+  if (bucket_order) reducer_->adopt_rebuilt_order(*bucket_order);
   reducer_->comm_hook()->load_state_dict(hook_state);
   reducer_->set_iteration(*iteration);
 }

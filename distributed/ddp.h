@@ -49,7 +49,9 @@ class DistributedDataParallel : public nn::Module {
   // Synchronised backward passes so far (no_sync backwards do not count).
   int64_t synced_steps() const { return reducer_->iteration(); }
   // This rank's communication state for an exact continuation: "iteration" (the synchronised steps, a 1-element
-  // int64 tensor: PowerSGD compresses from an iteration on) and the comm hook's state_dict() as "hook.<key>".
+  // int64 tensor: PowerSGD compresses from an iteration on), "bucket_order" (int64 parameter indices, once the
+  // buckets were rebuilt in gradient-ready order: see Reducer::rebuilt_order) and the comm hook's state_dict()
+  // as "hook.<key>".
   std::vector<std::pair<std::string, Tensor>> comm_state() const;
   // Takes back comm_state()'s output (before the next backward). ValueError naming the entry it cannot take.
   void load_comm_state(const std::vector<std::pair<std::string, Tensor>>& state);

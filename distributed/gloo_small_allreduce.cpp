@@ -1,7 +1,11 @@
-// GlooSmallAllreduce: cached legacy AllreduceRing objects on a synchronous Gloo context.
+// GlooSmallAllreduce: cached legacy Gloo ring objects on a synchronous Gloo context.
 #include "distributed/gloo_small_allreduce.h"
 
 #include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
+
+#include <cstring>
+#include <vector>
 
 #include "distributed/gloo_reduce.h"
 #include "tensor/errors.h"
@@ -23,11 +27,43 @@ class ReboundRing : public gloo::AllreduceRing<T> {
   }
 };
 
+// The buffer a StagedChunkedRing sends from, made before the ring that registers it with Gloo.
+template <class T>
+struct RingStaging {
+  explicit RingStaging(size_t count) : staging(count) {}
+  std::vector<T> staging;
+};
+
+// Gloo's chunked ring (a reduce-scatter, then an allgather of the reduced chunks): each chunk is summed once, at
+// one rank, and copied to the others, so every rank gets the same bits. It sends from the buffer it was built
+// on, so each call goes through a staging copy of the caller's data.
+template <class T>
+class StagedChunkedRing : private RingStaging<T>, public gloo::AllreduceRingChunked<T> {
+ public:
+  StagedChunkedRing(const std::shared_ptr<gloo::Context>& context, size_t count, const gloo::ReductionFunction<T>* fn)
+      : RingStaging<T>(count),
+        gloo::AllreduceRingChunked<T>(context, {this->staging.data()}, static_cast<int>(count), fn) {}
+  void run_on(void* data) {
+    const size_t bytes = this->staging.size() * sizeof(T);
+    std::memcpy(this->staging.data(), data, bytes);
+    this->run();
+    std::memcpy(data, this->staging.data(), bytes);
+  }
+};
+
+// Two ranks: the plain ring, where each rank adds the other's values to its own -- a + b and b + a are the same
+// bits. More ranks: the plain ring would sum in a different order on each rank (rank r: x_r + x_r-1 + ...), so
+// the ranks' results, and with them DDP's replicas, would part in the last bits; the chunked ring agrees.
 template <class T>
 std::pair<std::shared_ptr<void>, std::function<void(void*)>> make_ring(const std::shared_ptr<gloo::Context>& context,
                                                                      size_t count, DType dtype, ReduceOp op) {
-  auto ring = std::make_shared<ReboundRing<T>>(context, count, legacy_reduction<T>(dtype, op));
-  ReboundRing<T>* raw_ring = ring.get();
+  if (context->size == 2) {
+    auto ring = std::make_shared<ReboundRing<T>>(context, count, legacy_reduction<T>(dtype, op));
+    ReboundRing<T>* raw_ring = ring.get();
+    return {ring, [raw_ring](void* data) { raw_ring->run_on(data); }};
+  }
+  auto ring = std::make_shared<StagedChunkedRing<T>>(context, count, legacy_reduction<T>(dtype, op));
+  StagedChunkedRing<T>* raw_ring = ring.get();
   return {ring, [raw_ring](void* data) { raw_ring->run_on(data); }};
 }
 

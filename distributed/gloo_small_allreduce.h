@@ -1,7 +1,8 @@
 // Small allreduces for the Gloo process group, on a second Gloo context whose connections are in synchronous
 // mode: the worker thread reads and writes the sockets itself instead of handing every message through
 // Gloo's event-loop thread, which on this class of machine cuts a 4 KiB allreduce from ~580 us to ~40 us
-// (docs/BENCHMARKS.md). It uses Gloo's legacy ring algorithm, one object per (dtype, op, element count)
+// (docs/BENCHMARKS.md). It uses Gloo's legacy ring algorithms (the plain ring for two ranks, the chunked ring for
+// more: both give every rank the same bits), one object per (dtype, op, element count)
 // kept in a small LRU cache (at most 16 rings and 32 MiB of messages) and pointed at each call's buffer. Every rank makes the same calls in the same
 // order, so every rank creates and evicts the same objects and their Gloo slots line up. Private header.
 #pragma once

@@ -287,6 +287,30 @@ void Reducer::rebuild_in_ready_order() {
   const std::vector<int64_t> shared =
       PendingValues::broadcast(*group_, std::vector<int64_t>(order.begin(), order.end()), 0).wait()[0];
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<size_t>(shared[i]);
+  rebuild(order);
+}
+
+void Reducer::adopt_rebuilt_order(const std::vector<int64_t>& order) {
+  SYNCGRAD_CHECK(!in_backward_, DistributedError,
+                 "DistributedDataParallel: cannot rebuild the buckets during backward");
+  const size_t n = params_.size();
+  std::vector<char> seen(n, 0);
+  std::vector<size_t> indices;
+  for (int64_t index : order) {
+    SYNCGRAD_CHECK(index >= 0 && static_cast<size_t>(index) < n && !seen[static_cast<size_t>(index)], ValueError,
+                   "DistributedDataParallel: the saved bucket order is not a permutation of the model's ", n,
+                   " parameters (entry ", index, "); it was saved for another model");
+    seen[static_cast<size_t>(index)] = 1;
+    indices.push_back(static_cast<size_t>(index));
+  }
+  SYNCGRAD_CHECK(indices.size() == n, ValueError, "DistributedDataParallel: the saved bucket order lists ",
+                 indices.size(), " parameters but the model has ", n, "; it was saved for another model");
+  rebuilt_ = true;
+  rebuild(indices);
+}
+
+void Reducer::rebuild(const std::vector<size_t>& order) {
+  rebuilt_order_.assign(order.begin(), order.end());
   std::vector<Tensor> old_views(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) old_views[i] = view_of(i);
   build_buckets(order);

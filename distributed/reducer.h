@@ -64,6 +64,14 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void set_iteration(int64_t iteration);
   // Parameter names per bucket, in launch order.
   std::vector<std::vector<std::string>> bucket_names() const;
+  // The parameter order the buckets were rebuilt in after the first backward (rank 0's gradient-ready order);
+  // empty while they keep their initial plan. A resumed run adopts it, so that its first steps reduce each
+  // gradient at the same place of the same bucket as the uninterrupted run did -- with more than two ranks a
+  // sum's order, and so its last bits, depend on that place.
+  const std::vector<int64_t>& rebuilt_order() const { return rebuilt_order_; }
+  // Rebuilds the buckets in `order` (a permutation of the parameter indices) as the rebuild after the first
+  // backward would; no rebuild follows. Not during backward. ValueError when `order` is not a permutation.
+  void adopt_rebuilt_order(const std::vector<int64_t>& order);
 
   Reducer(std::vector<std::pair<std::string, Tensor>> params, std::shared_ptr<ProcessGroup> group,
           DDPOptions options);
@@ -86,6 +94,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void finish_backward();
   void write_back(const std::vector<char>& globally_used);
   void rebuild_in_ready_order();
+  void rebuild(const std::vector<size_t>& order);
   void launch_step_check();
   void verify_step_check();
   int64_t plan_fingerprint() const;
@@ -107,6 +116,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<char> ready_;
   std::vector<char> used_;
   std::vector<size_t> ready_order_;
+  std::vector<int64_t> rebuilt_order_;
   DDPStats stats_;
   int64_t forwards_ = 0;
   std::vector<int64_t> step_check_mine_;      // [training forwards so far, bucket plan fingerprint]

@@ -7,12 +7,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <thread>
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "distributed/errors.h"
 #include "distributed/init.h"
+#include "tensor/generator.h"
 #include "tensor/ops/factories.h"
 #include "tests/check_error.h"
 #include "tests/distributed/multiprocess.h"
@@ -75,6 +77,32 @@ TEST_CASE("allreduce: sum, avg, max, min for every dtype between 3 processes") {
     destroy_process_group();
   });
   expect_all_ok(outcomes);
+}
+
+TEST_CASE("allreduce gives every rank the same bits, whatever the order of the sums (3 and 4 processes)") {
+  // Random float32 values: their sum rounds differently in each order. A small message (the synchronous ring
+  // path) and one above GlooSmallAllreduce::kMaxBytes (Gloo's asynchronous path).
+  for (int world : {3, 4}) {
+    CAPTURE(world);
+    auto outcomes = run_job(world, [world](int rank) {
+      auto group = init_process_group(syncgrad::test::quick_init());
+      for (int64_t n : {int64_t{1000}, int64_t{3} << 20}) {
+        Generator gen(100 + static_cast<uint64_t>(rank));
+        Tensor t = randn({n}, {}, &gen);
+        group->allreduce(t, ReduceOp::kSum)->wait();
+        std::vector<Tensor> all;
+        for (int r = 0; r < world; ++r) all.push_back(empty({n}));
+        group->allgather(all, t)->wait();
+        for (int r = 1; r < world; ++r) {
+          const bool same = std::memcmp(all[r].data_ptr(), all[0].data_ptr(), all[0].nbytes()) == 0;
+          expect(same, "allreduce of " + std::to_string(n) + " floats: rank " + std::to_string(r) +
+                           "'s result differs from rank 0's in its bits");
+        }
+      }
+      destroy_process_group();
+    });
+    expect_all_ok(outcomes);
+  }
 }
 
 TEST_CASE("broadcast, allgather, reduce_scatter, barrier and queued allreduces between 2 processes") {
