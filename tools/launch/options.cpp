@@ -112,7 +112,8 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
                                "start at least one process, e.g. --nproc-per-node 2");
   GivenLayout given;
   if (!flags.nnodes.empty()) {
-    given.nnodes = check_int("--nnodes", flags.nnodes, 1, kMaxCount, "a job runs on at least one node, e.g. --nnodes 2");
+    given.nnodes =
+        check_int("--nnodes", flags.nnodes, 1, kMaxCount, "a job runs on at least one node, e.g. --nnodes 2");
   }
   if (!flags.node_rank.empty()) {
     given.node_rank = check_int("--node-rank", flags.node_rank, 0, kMaxCount, "nodes are numbered 0 .. nnodes-1");
