@@ -48,8 +48,9 @@ std::string timeout_range_text();
 std::optional<std::chrono::milliseconds> parse_timeout_seconds(std::string_view text);
 
 // Reads the environment. Malformed or inconsistent values (RANK >= WORLD_SIZE, a port outside 1..65535,
-// a non-number, RANK=1 beside SLURM_PROCID=0) are RendezvousErrors naming the variables, their values and the fix. `require_master` also
-// demands MASTER_ADDR and MASTER_PORT (env:// with world size > 1) and names the missing variable.
+// a non-number, RANK=1 beside SLURM_PROCID=0) are RendezvousErrors naming the variables, their values and the
+// fix. `require_master` also demands MASTER_ADDR and MASTER_PORT (env:// with world size > 1) and names the
+// missing variable, with the way to pass it on under the launcher that started the job (master_hint).
 LaunchEnv read_launch_env(bool require_master = false);
 
 // True when the environment describes a job of more than one process.

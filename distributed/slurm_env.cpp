@@ -81,8 +81,8 @@ std::pair<std::string, int> local_tasks() {
           first_set({"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"})) {
     std::vector<int> counts = parse_tasks_per_node(list->first, list->second);
     const int node = node_id();
-    SYNCGRAD_CHECK(static_cast<size_t>(node) < counts.size(), RendezvousError, "SLURM_NODEID=", node, " has no entry in ",
-                   list->first, "='", list->second, "' (", counts.size(),
+    SYNCGRAD_CHECK(static_cast<size_t>(node) < counts.size(), RendezvousError, "SLURM_NODEID=", node,
+                   " has no entry in ", list->first, "='", list->second, "' (", counts.size(),
                    " nodes); set SLURM_NTASKS_PER_NODE to the number of tasks on this node and unset ", list->first);
     return {list->first, counts[static_cast<size_t>(node)]};
   }
@@ -121,8 +121,9 @@ Port step_port(const std::string& step) {
   if (!job || job->empty()) return {};
   std::optional<long long> job_number = parse_int(*job, 0, 1LL << 62);
   const long long step_number = *parse_int(step, 0, 0xffffffffLL);
-  const uint16_t port = job_number ? derived_port(static_cast<uint64_t>(*job_number), static_cast<uint64_t>(step_number))
-                                   : derived_port(*job + "." + step);
+  const uint16_t port = job_number
+                            ? derived_port(static_cast<uint64_t>(*job_number), static_cast<uint64_t>(step_number))
+                            : derived_port(*job + "." + step);
   return {port, "derived from job " + *job + " step " + step};
 }
 

@@ -267,13 +267,22 @@ TEST_CASE("launch env: malformed Slurm variables name the variable, the value an
                {"SLURM_STEP_RESV_PORTS='ports'", "MASTER_PORT"});
   expect_error({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_TASKS_PER_NODE", "2(x"}},
                {"SLURM_TASKS_PER_NODE='2(x'", "2(x3),1", "SLURM_NTASKS_PER_NODE"});
-  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_TASKS_PER_NODE", "2(y2)"}},
+  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS", "4"},
+                {"SLURM_TASKS_PER_NODE", "2(y2)"}},
                {"SLURM_TASKS_PER_NODE='2(y2)'"});
   expect_error({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_TASKS_PER_NODE", "2,"}},
                {"SLURM_TASKS_PER_NODE='2,'"});
-  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"SLURM_NODEID", "2"}},
+  expect_error({{"SLURM_PROCID", "0"},
+                {"SLURM_STEP_ID", "0"},
+                {"SLURM_NTASKS", "4"},
+                {"SLURM_TASKS_PER_NODE", "2(x2)"},
+                {"SLURM_NODEID", "2"}},
                {"SLURM_NODEID=2", "SLURM_TASKS_PER_NODE='2(x2)'", "SLURM_NTASKS_PER_NODE"});
-  expect_error({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "2"}, {"SLURM_NTASKS_PER_NODE", "2"}},
+  expect_error({{"SLURM_PROCID", "0"},
+                {"SLURM_STEP_ID", "0"},
+                {"SLURM_NTASKS", "4"},
+                {"SLURM_LOCALID", "2"},
+                {"SLURM_NTASKS_PER_NODE", "2"}},
                {"SLURM_LOCALID=2", "SLURM_NTASKS_PER_NODE=2"});
   expect_error({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_NTASKS_PER_NODE", "0"}},
                {"SLURM_NTASKS_PER_NODE='0'"});

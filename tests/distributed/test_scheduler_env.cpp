@@ -58,7 +58,8 @@ std::map<std::string, std::string> srun_task(int rank) {
   return {{"SLURM_PROCID", std::to_string(rank)}, {"SLURM_STEP_ID", "0"},          {"SLURM_JOB_ID", "42"},
           {"SLURM_STEP_NUM_TASKS", "4"},          {"SLURM_LOCALID", std::to_string(rank % 2)},
           {"SLURM_NODEID", std::to_string(rank / 2)},
-          {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}, {"SLURM_STEP_NODELIST", "node[01-02]"}, {"SLURM_STEP_NUM_NODES", "2"}};
+          {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}, {"SLURM_STEP_NODELIST", "node[01-02]"},
+          {"SLURM_STEP_NUM_NODES", "2"}};
 }
 
 }  // namespace
