@@ -2,8 +2,9 @@
 // (transposed views, offsets, odd K, N off the vector width, batches, addmm's alpha/beta), stride-1 and other
 // convolutions (forward, grad input, grad weight; odd channel counts, groups, odd output widths), and the
 // vectorised half-type elementwise paths (bfloat16 conversion and relu, 2x2 max pooling) bit for bit. The suite
-// runs twice: on the AVX512_BF16 dot-product kernels where the CPU has them (meson test "bf16_kernels"), and with
-// SYNCGRAD_CPU_BF16_DOT=0 on the float32 fallback ("bf16_kernels_fallback").
+// runs twice: on the AVX512_BF16 dot-product kernels where the CPU has them (meson test "bf16_kernels", with
+// SYNCGRAD_CPU_BF16_DOT=1), and with SYNCGRAD_CPU_BF16_DOT=0 on the float32 path ("bf16_kernels_fallback": the
+// operands widened to float32, the float32 GEMM and convolutions, the result rounded once).
 #include <doctest/doctest.h>
 
 #include <Eigen/Core>
@@ -36,7 +37,7 @@ constexpr double kTolerance = 5e-3;
 
 TEST_CASE("bf16 matmul: every operand layout and shape matches float32 on the same values") {
   MESSAGE(std::string(cpu::bf16::dot_available() ? "on the AVX512_BF16 dot-product kernels"
-                                                 : "on the float32 fallback (no AVX512_BF16, or disabled)"));
+                                                 : "on the float32 path (no AVX512_BF16, or not chosen)"));
   Generator gen(11);
   const int shapes[][3] = {{64, 784, 256}, {256, 64, 784}, {5, 7, 3}, {1, 9, 17}, {33, 31, 47}, {14, 800, 64},
                            {3, 2, 1}, {17, 1, 5}};
