@@ -78,7 +78,8 @@ TEST_CASE("bf16 conv2d: forward and both gradients match float32 on the same val
     int64_t n, c_in, c_out, h, w, k, stride, padding, groups;
   };
   const Case cases[] = {
-      {4, 32, 64, 14, 14, 5, 1, 2, 1},  // the CNN's conv2
+      {4, 32, 64, 14, 14, 5, 1, 2, 1},  // the CNN's conv2 (float32 Winograd, also under bf16)
+      {4, 32, 64, 14, 15, 5, 1, 1, 1},  // its size off Winograd's padding: on the dot-product kernels
       {3, 1, 32, 28, 28, 5, 1, 2, 1},   // the CNN's conv1 (one input channel)
       {3, 3, 5, 7, 9, 3, 1, 1, 1},      // odd channel counts, odd output width
       {2, 6, 4, 5, 5, 3, 1, 0, 2},      // groups
