@@ -113,9 +113,9 @@ std::vector<int64_t> batch_offsets(const Tensor& t) {
 }
 
 // The dot-product kernels run where the CPU has AVX512_BF16 and executes vdpbf16ps at least as fast as its
-// float32 FMAs: AMD Zen 4/5 (twice the FMA's flops: DESIGN.md, "bfloat16 kernels"), not Intel's cores (Sapphire
+// float32 FMAs: AMD Zen 5 (twice the FMA's flops: DESIGN.md, "bfloat16 kernels"), not Intel's cores (Sapphire
 // Rapids without AMX: one vdpbf16ps per two cycles against two FMAs per cycle, half the FMA's flops, and
-// oneDNN's bf16 matmul at 0.45-0.67x its float32), where bfloat16 runs on the float32 kernels. The
+// oneDNN's bf16 matmul at 0.46-0.67x its float32), where bfloat16 runs on the float32 kernels. The
 // environment overrides: SYNCGRAD_CPU_BF16_DOT=1 wherever the CPU has the instructions, =0 nowhere.
 bool cpu_has_bf16_dot() {
   __builtin_cpu_init();
