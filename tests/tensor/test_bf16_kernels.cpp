@@ -10,8 +10,10 @@
 #include <Eigen/Core>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "syncgrad.h"
 #include "tensor/cpu/bf16_kernels.h"
@@ -34,6 +36,27 @@ Tensor f32(const Tensor& t) { return t.to(DType::f32); }
 constexpr double kTolerance = 5e-3;
 
 }  // namespace
+
+// The path bfloat16 products take (bf16_kernels.h): the dot-product kernels on AVX512_BF16 CPUs that are not
+// Intel's unless SYNCGRAD_CPU_BF16_DOT says 0 or 1; any other value is refused, naming it. Meson runs this with
+// the variable unset ("bf16_path") and set to "2" ("bf16_path_bad_setting") besides the two suite runs.
+TEST_CASE("bf16 path: chosen by the CPU unless SYNCGRAD_CPU_BF16_DOT says otherwise; other values are refused") {
+  __builtin_cpu_init();
+  const bool has_dot = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const char* setting = std::getenv("SYNCGRAD_CPU_BF16_DOT");
+  const std::string value = setting != nullptr ? setting : "";
+  if (value.empty()) {
+    CHECK(cpu::bf16::dot_available() == (has_dot && !__builtin_cpu_is("intel")));
+  } else if (value == "0") {
+    CHECK_FALSE(cpu::bf16::dot_available());
+  } else if (value == "1") {
+    CHECK(cpu::bf16::dot_available() == has_dot);
+  } else if (has_dot) {  // the setting is read where the build has the kernels (GCC 12 on x86-64 always does)
+    const std::string named = "SYNCGRAD_CPU_BF16_DOT='" + value + "'";
+    CHECK_THROWS_WITH_AS(cpu::bf16::dot_available(), doctest::Contains(named.c_str()), ValueError);
+  }
+}
 
 TEST_CASE("bf16 matmul: every operand layout and shape matches float32 on the same values") {
   MESSAGE(std::string(cpu::bf16::dot_available() ? "on the AVX512_BF16 dot-product kernels"
