@@ -1,7 +1,8 @@
 // The CPU's bfloat16 kernels built on AVX512_BF16 dot products (vdpbf16ps, float32 accumulation): batched
 // GEMM and the stride-1 convolutions. tensor/cpu/linalg.cpp and conv.cpp call them for bfloat16 tensors when
-// dot_available(); otherwise bfloat16 runs on the float32 kernels (operands widened, results rounded once). Compiled from bf16_gemm.cpp/bf16_conv.cpp
-// where the compiler can target AVX512_BF16, from bf16_unavailable.cpp elsewhere.
+// dot_available(); otherwise bfloat16 runs on the float32 kernels (operands widened, results rounded once).
+// Compiled from bf16_gemm.cpp/bf16_conv.cpp where the compiler can target AVX512_BF16, from
+// bf16_unavailable.cpp elsewhere.
 #pragma once
 
 #include "tensor/cpu/conv_im2col.h"
