@@ -111,7 +111,8 @@ int bench_bf16_main(int argc, char** argv) {
     if (arg == "--reps" && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
       reps = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--reps N]   (N a positive integer)\n", argv[0]);
+      std::fprintf(stderr, "%s: unknown or incomplete argument '%s'\nusage: %s [--reps N]   (N a positive integer)\n",
+                   argv[0], arg.c_str(), argv[0]);
       return 2;
     }
   }
