@@ -9,13 +9,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
+#include <string>
 #include <vector>
 
 #include "tensor/cpu/bf16_kernels.h"
 #include "tensor/cpu/bf16_pack.h"
 #include "tensor/cpu/half_convert.h"
 #include "tensor/cpu/transpose_tiles.h"
+#include "tensor/check.h"
 #include "tensor/threads.h"
 
 #pragma GCC push_options
@@ -111,18 +112,32 @@ std::vector<int64_t> batch_offsets(const Tensor& t) {
   return offsets;
 }
 
+// The dot-product kernels run where the CPU has AVX512_BF16 and executes vdpbf16ps at least as fast as its
+// float32 FMAs: AMD Zen 5 (twice the FMA's flops: DESIGN.md, "bfloat16 kernels"), not Intel's cores (Sapphire
+// Rapids without AMX: one vdpbf16ps per two cycles against two FMAs per cycle, half the FMA's flops, and
+// oneDNN's bf16 matmul at 0.46-0.67x its float32), where bfloat16 runs on the float32 kernels. The
+// environment overrides: SYNCGRAD_CPU_BF16_DOT=1 wherever the CPU has the instructions, =0 nowhere.
 bool cpu_has_bf16_dot() {
-  const char* setting = std::getenv("SYNCGRAD_CPU_BF16_DOT");
-  if (setting != nullptr && std::strcmp(setting, "0") == 0) return false;
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
 
+bool choose_bf16_dot() {
+  const char* setting = std::getenv("SYNCGRAD_CPU_BF16_DOT");
+  const std::string value = setting != nullptr ? setting : "";
+  SYNCGRAD_CHECK(value.empty() || value == "0" || value == "1", ValueError, "SYNCGRAD_CPU_BF16_DOT='", value,
+                 "' is not 0 or 1; unset it to let the CPU decide (1: bfloat16 products on the AVX512_BF16 "
+                 "dot-product kernels, 0: on the float32 kernels)");
+  if (value == "0") return false;
+  if (value == "1") return cpu_has_bf16_dot();
+  return cpu_has_bf16_dot() && !__builtin_cpu_is("intel");
+}
+
 }  // namespace
 
 bool dot_available() {
-  static const bool available = cpu_has_bf16_dot();
+  static const bool available = choose_bf16_dot();
   return available;
 }
 

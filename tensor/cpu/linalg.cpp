@@ -1,8 +1,8 @@
 // CPU batched GEMM kernel on Eigen. Each (rows, cols) operand matrix is mapped in place: row-major when its
 // columns are unit-stride, column-major (the transpose of a row-major matrix) when its rows are; only a matrix
 // unit-strided in neither direction is copied. bfloat16 runs on the AVX512_BF16 kernels of bf16_gemm.cpp where
-// the CPU has them; float16 (and bfloat16 elsewhere) matrices are converted to float32, multiplied with the
-// float32 GEMM and rounded back. Batches run in parallel over the intra-op threads.
+// they are chosen (bf16::dot_available); float16 (and bfloat16 elsewhere) operands are widened to float32,
+// multiplied on the float32 GEMM and rounded back once. Batches run in parallel over the intra-op threads.
 // GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the `__Y = __Y` idiom) when
 // Eigen's GEMM is inlined here.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -14,6 +14,7 @@
 #include "tensor/cpu/gemm_tiled.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/copy.h"
+#include "tensor/ops/factories.h"
 #include "tensor/ops/linalg.h"
 #include "tensor/ops/matrix_layout.h"
 #include "tensor/threads.h"
@@ -109,47 +110,31 @@ void gemm_native(const Tensor& out, const Tensor& a_in, const Tensor& b_in, cons
   });
 }
 
-// Copies a strided (rows, cols) matrix into a row-major float buffer.
-template <class T>
-void to_float(const T* src, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride, float* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = static_cast<float>(src[r * row_stride + c * col_stride]);
-  }
+// A float16/bfloat16 GEMM operand as float32 (exact): a column-major matrix stays column-major, so a
+// transposed weight is still read in place by gemm_tiled_f32's transposing path.
+Tensor widened(const Tensor& t) {
+  const MatrixLayout layout = layout_of(t);
+  if (layout.valid && !layout.row_major) return raw::to(t.transpose(-2, -1), DType::f32).transpose(-2, -1);
+  return raw::to(t, DType::f32);
 }
 
-// float16/bfloat16: each matrix is converted to float32, multiplied there and rounded back once.
-template <class T>
-void gemm_via_float(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
-  const int64_t m = out.size(-2), n = out.size(-1), k = a.size(-1);
-  const std::vector<int64_t> a_off = batch_offsets(a), b_off = batch_offsets(b);
-  T* c = static_cast<T*>(out.data_ptr());
-  const T* ap = static_cast<const T*>(a.data_ptr());
-  const T* bp = static_cast<const T*>(b.data_ptr());
-  const float alpha_f = static_cast<float>(alpha.to_double()), beta_f = static_cast<float>(beta.to_double());
-  const MatrixLayout row_major_a{true, true, k}, row_major_b{true, true, n};
-  auto run_range = [&](int64_t begin, int64_t end) {
-    std::vector<float> af(static_cast<size_t>(m * k)), bf(static_cast<size_t>(k * n)), cf(static_cast<size_t>(m * n));
-    for (int64_t i = begin; i < end; ++i) {
-      to_float(ap + a_off[i], m, k, a.stride(-2), a.stride(-1), af.data());
-      to_float(bp + b_off[i], k, n, b.stride(-2), b.stride(-1), bf.data());
-      T* ci = c + i * m * n;
-      if (beta_f != 0.0f) to_float(ci, m, n, n, 1, cf.data());
-      gemm_matrix<float>(cf.data(), af.data(), row_major_a, bf.data(), row_major_b, m, n, k, alpha_f, beta_f);
-      for (int64_t j = 0; j < m * n; ++j) ci[j] = static_cast<T>(cf[j]);
-    }
-  };
-  const int64_t count = static_cast<int64_t>(a_off.size());
-  if (count > 1 && count >= get_num_threads()) parallel_for(count, 1, run_range);
-  else run_range(0, count);
+// float16/bfloat16 on the float32 kernels: the operands widened, the float32 GEMM (gemm_tiled_f32 for linear
+// layers' shapes, else Eigen), the result rounded once. On CPUs without fast bfloat16 dot products this is as
+// fast as float32 but for the conversions, O(MK + KN + MN) against the product's O(MNK).
+void gemm_widened(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
+  const Tensor out_f32 = beta.to_double() == 0.0 ? empty(out.sizes(), {.dtype = DType::f32}) : raw::to(out, DType::f32);
+  const Tensor a_f32 = widened(a), b_f32 = widened(b);
+  if (!gemm_tiled_f32(out_f32, a_f32, b_f32, alpha, beta)) gemm_native<float>(out_f32, a_f32, b_f32, alpha, beta);
+  kernels::copy(out.device(), out, out_f32);
 }
 
 void gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
   visit_numeric(out.dtype(), "matmul", [&]<class T>() {
     if constexpr (std::is_same_v<T, bfloat16>) {
       if (bf16::dot_available()) bf16::gemm(out, a, b, alpha.to_double(), beta.to_double());
-      else gemm_via_float<T>(out, a, b, alpha, beta);
+      else gemm_widened(out, a, b, alpha, beta);
     } else if constexpr (std::is_same_v<T, half>) {
-      gemm_via_float<T>(out, a, b, alpha, beta);
+      gemm_widened(out, a, b, alpha, beta);
     } else if constexpr (std::is_same_v<T, uint8_t>) {
       unsupported_dtype("matmul", out.dtype(), "float32, float64, float16, bfloat16, int64, int32");
     } else {

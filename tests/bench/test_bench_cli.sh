@@ -6,7 +6,7 @@
 set -u
 bin="$1"
 . "$(dirname "$0")/../check.sh"
-subcommands=(scaling core allreduce data ddp conv resnet cuda checkpoint)
+subcommands=(scaling core allreduce data ddp conv bf16 resnet cuda checkpoint)
 
 help=$("$bin" --help 2>&1); status=$?
 echo "$help"
@@ -32,6 +32,9 @@ out=$("$bin" core --bogus 2>&1); status=$?
 echo "$out"
 check "a bad option of a subcommand exits 2" test $status -eq 2
 check "the error names the option and the subcommand" grep -q "core: unknown or incomplete argument '--bogus'" <<<"$out"
+out=$("$bin" bf16 --reps 0 2>&1); status=$?
+check "bf16 refuses --reps 0 with exit 2" test $status -eq 2
+check "bf16 names the refused argument" grep -q "bf16: unknown or incomplete argument '--reps'" <<<"$out"
 
 out=$("$bin" cuda --help 2>&1); status=$?
 echo "$out"

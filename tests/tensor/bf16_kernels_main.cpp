@@ -1,6 +1,6 @@
 // Entry point of the bfloat16 kernel suite (test_bf16_kernels.cpp). Run as meson test "bf16_kernels" it is
 // meant for the AVX512_BF16 dot-product kernels: on a CPU without them ($SYNCGRAD_TEST_REQUIRE_BF16_DOT set,
-// the kernels unavailable) it says so and exits with 77, which meson reports as SKIP, instead of passing on the
+// the kernels not chosen) it says so and exits with 77, which meson reports as SKIP, instead of passing on the
 // float32 fallback that "bf16_kernels_fallback" already covers.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -12,8 +12,8 @@
 
 int main(int argc, char** argv) {
   if (std::getenv("SYNCGRAD_TEST_REQUIRE_BF16_DOT") != nullptr && !syncgrad::cpu::bf16::dot_available()) {
-    std::printf("SKIP bf16_kernels: this CPU has no AVX512_BF16 (avx512_bf16 missing from /proc/cpuinfo) or "
-                "SYNCGRAD_CPU_BF16_DOT=0 disabled the kernels; bf16_kernels_fallback tests the float32 path\n");
+    std::printf("SKIP bf16_kernels: this CPU has no AVX512_BF16 (avx512_bf16 missing from /proc/cpuinfo), or "
+                "SYNCGRAD_CPU_BF16_DOT is not 1; bf16_kernels_fallback tests the float32 path\n");
     std::fflush(stdout);
     return 77;  // meson: skipped
   }

@@ -2,15 +2,18 @@
 // (transposed views, offsets, odd K, N off the vector width, batches, addmm's alpha/beta), stride-1 and other
 // convolutions (forward, grad input, grad weight; odd channel counts, groups, odd output widths), and the
 // vectorised half-type elementwise paths (bfloat16 conversion and relu, 2x2 max pooling) bit for bit. The suite
-// runs twice: on the AVX512_BF16 dot-product kernels where the CPU has them (meson test "bf16_kernels"), and with
-// SYNCGRAD_CPU_BF16_DOT=0 on the float32 fallback ("bf16_kernels_fallback").
+// runs twice: on the AVX512_BF16 dot-product kernels where the CPU has them (meson test "bf16_kernels", with
+// SYNCGRAD_CPU_BF16_DOT=1), and with SYNCGRAD_CPU_BF16_DOT=0 on the float32 path ("bf16_kernels_fallback": the
+// operands widened to float32, the float32 GEMM and convolutions, the result rounded once).
 #include <doctest/doctest.h>
 
 #include <Eigen/Core>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "syncgrad.h"
 #include "tensor/cpu/bf16_kernels.h"
@@ -34,9 +37,30 @@ constexpr double kTolerance = 5e-3;
 
 }  // namespace
 
+// The path bfloat16 products take (bf16_kernels.h): the dot-product kernels on AVX512_BF16 CPUs that are not
+// Intel's unless SYNCGRAD_CPU_BF16_DOT says 0 or 1; any other value is refused, naming it. Meson runs this with
+// the variable unset ("bf16_path") and set to "2" ("bf16_path_bad_setting") besides the two suite runs.
+TEST_CASE("bf16 path: chosen by the CPU unless SYNCGRAD_CPU_BF16_DOT says otherwise; other values are refused") {
+  __builtin_cpu_init();
+  const bool has_dot = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const char* setting = std::getenv("SYNCGRAD_CPU_BF16_DOT");
+  const std::string value = setting != nullptr ? setting : "";
+  if (value.empty()) {
+    CHECK(cpu::bf16::dot_available() == (has_dot && !__builtin_cpu_is("intel")));
+  } else if (value == "0") {
+    CHECK_FALSE(cpu::bf16::dot_available());
+  } else if (value == "1") {
+    CHECK(cpu::bf16::dot_available() == has_dot);
+  } else if (has_dot) {  // the setting is read where the build has the kernels (GCC 12 on x86-64 always does)
+    const std::string named = "SYNCGRAD_CPU_BF16_DOT='" + value + "'";
+    CHECK_THROWS_WITH_AS(cpu::bf16::dot_available(), doctest::Contains(named.c_str()), ValueError);
+  }
+}
+
 TEST_CASE("bf16 matmul: every operand layout and shape matches float32 on the same values") {
   MESSAGE(std::string(cpu::bf16::dot_available() ? "on the AVX512_BF16 dot-product kernels"
-                                                 : "on the float32 fallback (no AVX512_BF16, or disabled)"));
+                                                 : "on the float32 path (no AVX512_BF16, or not chosen)"));
   Generator gen(11);
   const int shapes[][3] = {{64, 784, 256}, {256, 64, 784}, {5, 7, 3}, {1, 9, 17}, {33, 31, 47}, {14, 800, 64},
                            {3, 2, 1}, {17, 1, 5}};
@@ -77,7 +101,8 @@ TEST_CASE("bf16 conv2d: forward and both gradients match float32 on the same val
     int64_t n, c_in, c_out, h, w, k, stride, padding, groups;
   };
   const Case cases[] = {
-      {4, 32, 64, 14, 14, 5, 1, 2, 1},  // the CNN's conv2
+      {4, 32, 64, 14, 14, 5, 1, 2, 1},  // the CNN's conv2 (float32 Winograd, also under bf16)
+      {4, 32, 64, 14, 15, 5, 1, 1, 1},  // its size off Winograd's padding: on the dot-product kernels
       {3, 1, 32, 28, 28, 5, 1, 2, 1},   // the CNN's conv1 (one input channel)
       {3, 3, 5, 7, 9, 3, 1, 1, 1},      // odd channel counts, odd output width
       {2, 6, 4, 5, 5, 3, 1, 0, 2},      // groups
