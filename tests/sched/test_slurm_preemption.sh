@@ -98,9 +98,8 @@ echo "signal: done after $(elapsed_ms "$start") ms"
 # 2. syncgrad-launch per node inside the job, SIGUSR1 from scancel once training is under way.
 start=$(date +%s%N)
 echo 1000000 >"$work/launch.steps"
-# Two ranks in all (one per node on two nodes): a resume across 4 ranks is not yet bit-exact, with or without
-# Slurm (docs/GUIDE.md §12); a sum of 2 is exact in either order, so the comparison tests the preemption path.
-per_node=$((2 / nodes))
+# Two ranks per node: with two nodes, 4 ranks, whose sums depend on their order (a resume is still bit-exact).
+per_node=2
 job_script launch srun --ntasks-per-node=1 "$launch" --nproc-per-node "$per_node"
 id=$(in_cluster sbatch --parsable -N "$nodes" --ntasks-per-node=1 --requeue --open-mode=append \
   -o "$work/launch.out" "$work/launch.sh")
@@ -109,6 +108,6 @@ check "launch: training reached step 8" wait_for 60 has_step "$work/launch.out" 
 in_cluster scancel --signal=USR1 "$id"
 preempted_and_requeued launch "$id"
 resumes launch "$id"
-equals_straight launch "$launch" --nproc-per-node 2
+equals_straight launch "$launch" --nproc-per-node $((nodes * per_node))
 echo "launch: done after $(elapsed_ms "$start") ms"
 finish
