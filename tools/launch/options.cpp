@@ -136,15 +136,16 @@ LaunchOptions check_flags(const LaunchFlags& flags, std::vector<std::string> com
   o.node_rank = given.node_rank.value_or(0);
   if (slurm) apply_slurm_step(*slurm, given, o);
   o.min_nnodes = nodes && nodes->elastic() ? nodes->min : 0;
-  SYNCGRAD_CHECK(o.node_rank < o.nnodes, UsageError, "--node-rank ", o.node_rank, " is not below --nnodes ", o.nnodes,
+  const std::string nnodes_text = flags.nnodes.empty() ? std::to_string(o.nnodes) : flags.nnodes;  // "2" or "1:3"
+  SYNCGRAD_CHECK(o.node_rank < o.nnodes, UsageError, "--node-rank ", o.node_rank, " is not below --nnodes ", nnodes_text,
                  ": nodes are numbered 0 .. ", o.nnodes - 1, "; give each node's launcher its own --node-rank");
   SYNCGRAD_CHECK(static_cast<long long>(o.nproc_per_node) * o.nnodes <= kMaxCount, UsageError, "--nproc-per-node ",
-                 flags.nproc_per_node, " times --nnodes ", o.nnodes, " is too many ranks; use fewer processes");
+                 flags.nproc_per_node, " times --nnodes ", nnodes_text, " is too many ranks; use fewer processes");
   if (o.nnodes > 1) {
-    SYNCGRAD_CHECK(!o.master_addr.empty() && (given.master_addr || slurm), UsageError, "--nnodes ", o.nnodes,
+    SYNCGRAD_CHECK(!o.master_addr.empty() && (given.master_addr || slurm), UsageError, "--nnodes ", nnodes_text,
                    " needs --master-addr: the address of node 0 (where the store is served), reachable from every "
                    "node; pass the same --master-addr to every node's launcher");
-    SYNCGRAD_CHECK(o.master_port != 0, UsageError, "--nnodes ", o.nnodes,
+    SYNCGRAD_CHECK(o.master_port != 0, UsageError, "--nnodes ", nnodes_text,
                    " needs --master-port: a free port on node 0 for the job's store, e.g. --master-port 29500; pass "
                    "the same --master-port to every node's launcher");
   }
