@@ -4,6 +4,8 @@
 # complete, node 1's launcher is killed -9 (its rank dies with it); node 0's rank fails, node 0's launcher waits
 # for node 1 at the next rendezvous, node 1's launcher is started again, and both resume from the newest
 # checkpoint (--resume auto). The job ends on both nodes with the weights of an uninterrupted run, bit for bit.
+# Elastic (--nnodes 1:2): node 1's launcher killed the same way and not started again, node 0 goes on alone and
+# its rank resumes the 2-rank checkpoint at world size 1 (SYNCGRAD_ELASTIC=1 from the launcher) to the end.
 # Usage: test_multinode_train.sh path/to/syncgrad-launch path/to/syncgrad-train
 set -u
 launch=$(realpath "$1")
@@ -72,4 +74,27 @@ check "the resumed job's weights equal the uninterrupted run's, bit for bit" \
   cmp -s "$dir/step-000040/model.safetensors" "$tmp/straight/step-000040/model.safetensors"
 check "so does the training state" \
   cmp -s "$dir/step-000040/training_state.safetensors" "$tmp/straight/step-000040/training_state.safetensors"
+
+dir="$tmp/elastic"
+sed "s|$tmp/restarted/|$dir/|" "$tmp/rank.sh" >"$tmp/rank_elastic.sh"
+chmod +x "$tmp/rank_elastic.sh"
+elastic_node() {  # elastic_node RANK OUT
+  SYNCGRAD_TEST_SAVE_DELAY_MS=200 ip netns exec "sg-mn-$$-$1" "$launch" --nnodes 1:2 --node-rank "$1" \
+    --max-restarts 2 --rendezvous-timeout 30 --master-addr "$addr0" --master-port 29701 --token "$token" \
+    "$tmp/rank_elastic.sh" "${args[@]}" --resume auto --checkpoint-dir "$dir" >"$2" 2>&1 &
+  launched=$!
+  pids+=("$launched")
+}
+elastic_node 0 "$tmp/elastic0.log"; n0=$launched
+elastic_node 1 "$tmp/elastic1.log"; n1=$launched
+ended 90 $n1; s1=$ended_status
+check "elastic: node 1's launcher was killed after the first checkpoint" \
+  test $s1 -eq 137 -a -f "$dir/step-000004/manifest.json"
+ended 120 $n0; s0=$ended_status
+grep -v "step " "$tmp/elastic0.log" | tail -8
+check "elastic: node 0 finishes the job alone" test $s0 -eq 0 -a -f "$dir/step-000040/manifest.json"
+check "elastic: its rank resumed the 2-rank checkpoint as 1 process" \
+  grep -q "resumed from $dir/step-.* at epoch .*, step " "$tmp/elastic0.log"
+check "elastic: and trained on as a single process (no DDP)" \
+  bash -c 'grep "\]: training gpt on" "$1" | tail -n 1 | grep -qv "processes (DDP"' _ "$tmp/elastic0.log"
 finish
