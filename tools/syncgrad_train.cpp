@@ -231,6 +231,9 @@ void print_summary(const train::TrainSummary& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line even into a pipe (syncgrad-launch, srun, a log): a line printed is never lost with a killed
+  // process, and "resumed from ..." or "checkpoint saved ..." shows when it happens, not at exit.
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   CLI::App app{"syncgrad-train: train a bundled model: mlp/cnn on Fashion-MNIST (inputs scaled to [0,1], normalised "
                "with mean 0.2860, std 0.3530), resnet18/resnet20 on CIFAR-10, gpt on text. With no arguments: the "
                "CNN for one epoch on Fashion-MNIST, then the test accuracy. With --checkpoint-dir, SIGTERM or SIGUSR1 "
