@@ -8,37 +8,23 @@ set -u
 launch=$(realpath "$1")
 program=$(realpath "$2")
 . "$(dirname "$0")/common.sh"
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then echo "skipped: needs root and iproute2"; exit 77; fi
-ns0=sg-launch-$$-0
-ns1=sg-launch-$$-1
-veth0=sgl$$a
-veth1=sgl$$b
+. "$(dirname "$0")/netns.sh"
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-  ip netns del "$ns0" 2>/dev/null
-  ip netns del "$ns1" 2>/dev/null
-  ip link del "$veth0" 2>/dev/null
+  netns_cleanup
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-if ! ip netns add "$ns0" 2>"$tmp/err"; then echo "skipped: ip netns add failed: $(cat "$tmp/err")"; exit 77; fi
-ip netns add "$ns1" &&
-  ip link add "$veth0" type veth peer name "$veth1" &&
-  ip link set "$veth0" netns "$ns0" &&
-  ip link set "$veth1" netns "$ns1" &&
-  ip -n "$ns0" addr add 10.231.0.1/24 dev "$veth0" &&
-  ip -n "$ns1" addr add 10.231.0.2/24 dev "$veth1" &&
-  ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up &&
-  ip -n "$ns0" link set "$veth0" up && ip -n "$ns1" link set "$veth1" up
+setup_two_nodes 0
 check "namespaces and veth pair set up" test $? -eq 0
 
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 node() {  # node RANK: this node's launcher, in its namespace
-  ip netns exec "sg-launch-$$-$1" timeout 90 "$launch" --nnodes 2 --node-rank "$1" --nproc-per-node 2 \
-    --master-addr 10.231.0.1 --master-port 29500 --token "$token" "$program" >"$tmp/out$1" 2>&1
+  ip netns exec "sg-mn-$$-$1" timeout 90 "$launch" --nnodes 2 --node-rank "$1" --nproc-per-node 2 \
+    --master-addr "$addr0" --master-port 29500 --token "$token" "$program" >"$tmp/out$1" 2>&1
 }
 start=$(date +%s%N)
 node 0 & pids+=($!)
@@ -54,9 +40,9 @@ for r in 2 3; do check "node 1: rank $r summed 1+2+3+4" grep -qx "\[rank$r\]: al
 
 # Node 1 started with a different token is refused by node 0's store and fails; node 0 is stopped with it.
 pids=()
-ip netns exec "$ns0" timeout 60 "$launch" --nnodes 2 --node-rank 0 --master-addr 10.231.0.1 --master-port 29501 \
+ip netns exec "$ns0" timeout 60 "$launch" --nnodes 2 --node-rank 0 --master-addr "$addr0" --master-port 29501 \
   --token "$token" --grace-period 1 "$program" >"$tmp/out0" 2>&1 & pids+=($!)
-ip netns exec "$ns1" timeout 60 "$launch" --nnodes 2 --node-rank 1 --master-addr 10.231.0.1 --master-port 29501 \
+ip netns exec "$ns1" timeout 60 "$launch" --nnodes 2 --node-rank 1 --master-addr "$addr0" --master-port 29501 \
   --token wrong "$program" >"$tmp/out1" 2>&1 & pids+=($!)
 wait "${pids[1]}"; status1=$?
 kill -TERM "${pids[0]}" 2>/dev/null
