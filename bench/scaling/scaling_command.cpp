@@ -47,7 +47,7 @@ int run_scaling(const ScalingOptions& options, const std::string& self) {
   print_report(stdout, options, context, measurements, analysis);
   if (!options.csv_path.empty()) write_csv(options.csv_path, measurements, analysis);
   if (!options.json_path.empty()) write_json(options.json_path, options, context, measurements, analysis);
-  if (!options.plot_path.empty()) write_svg(options.plot_path, speedup_plot(options, measurements, analysis));
+  if (!options.plot_path.empty()) plot::write_svg(options.plot_path, speedup_plot(options, measurements, analysis));
   return 0;
 }
 

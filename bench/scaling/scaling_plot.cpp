@@ -9,9 +9,9 @@
 
 namespace syncgrad::bench {
 
-PlotSpec speedup_plot(const ScalingOptions& options, const Measurements& m, const Analysis& a) {
+plot::PlotSpec speedup_plot(const ScalingOptions& options, const Measurements& m, const Analysis& a) {
   static const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"};
-  PlotSpec spec;
+  plot::PlotSpec spec;
   spec.title = fmt::format(
       "syncgrad {}: speedup against workers (batch {} per worker{})", options.base.model, options.base.batch,
       a.curves.empty() ? "" : fmt::format("; predicted at compute x{:g}", options.compute_scales.front()));
@@ -19,8 +19,8 @@ PlotSpec speedup_plot(const ScalingOptions& options, const Measurements& m, cons
   spec.y_label = "speedup over one worker (samples/s)";
   double max_workers = options.workers.back();
   double min_speedup = 1;
-  Series measured_dp{"measured DP", {}, "#000000", false, false, "square"};
-  Series measured_ddp{"measured DDP", {}, "#000000", false, false, "circle"};
+  plot::Series measured_dp{"measured DP", {}, "#000000", false, false, "square"};
+  plot::Series measured_ddp{"measured DDP", {}, "#000000", false, false, "circle"};
   for (const MeasuredPoint& p : m.points) {
     if (p.group != "main" || p.result.config.mode == "single") continue;
     const double speedup = speedup_of(m, p.result);
@@ -28,12 +28,12 @@ PlotSpec speedup_plot(const ScalingOptions& options, const Measurements& m, cons
     (p.result.config.mode == "dp" ? measured_dp : measured_ddp).points.emplace_back(p.result.config.workers, speedup);
   }
   size_t color = 0;
-  std::vector<Series> predicted;
+  std::vector<plot::Series> predicted;
   for (const PredictedCurve& c : a.curves) {
     if (c.compute_scale != options.compute_scales.front()) continue;
     const std::string colour = kColors[color++ % std::size(kColors)];
-    Series ddp{"DDP, " + c.link.name, {}, colour, true, false, ""};
-    Series dp{"DP, " + c.link.name, {}, colour, true, true, ""};
+    plot::Series ddp{"DDP, " + c.link.name, {}, colour, true, false, ""};
+    plot::Series dp{"DP, " + c.link.name, {}, colour, true, true, ""};
     for (const PredictedPoint& p : c.points) {
       ddp.points.emplace_back(p.workers, p.ddp_speedup);
       dp.points.emplace_back(p.workers, p.dp_speedup);

@@ -4,10 +4,10 @@
 
 #include "bench/scaling/scaling_analysis.h"
 #include "bench/scaling/scaling_measure.h"
-#include "bench/scaling/svg_plot.h"
+#include "tools/plot/svg_plot.h"
 
 namespace syncgrad::bench {
 
-PlotSpec speedup_plot(const ScalingOptions& options, const Measurements& m, const Analysis& a);
+plot::PlotSpec speedup_plot(const ScalingOptions& options, const Measurements& m, const Analysis& a);
 
 }  // namespace syncgrad::bench

@@ -10,10 +10,11 @@
 #include "bench/scaling/scaling_analysis.h"
 #include "bench/scaling/scaling_measure.h"
 #include "bench/scaling/scaling_model.h"
-#include "bench/scaling/svg_plot.h"
+#include "tools/plot/svg_plot.h"
 
 using namespace syncgrad;
 using namespace syncgrad::bench;
+using namespace syncgrad::plot;
 using doctest::Approx;
 
 namespace {

@@ -1,11 +1,12 @@
-// A small SVG line-and-marker plot writer (log2 or linear axes, a legend), enough for speedup curves.
+// A small SVG line-and-marker plot writer (log2 or linear axes, a legend): the scaling bench's speedup curves
+// and syncgrad-plot's metrics pictures draw through it.
 #pragma once
 
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace syncgrad::bench {
+namespace syncgrad::plot {
 
 struct Series {
   std::string name;
@@ -28,4 +29,4 @@ std::string render_svg(const PlotSpec& spec);
 // render_svg written to `path`; IOError naming the path when that fails.
 void write_svg(const std::string& path, const PlotSpec& spec);
 
-}  // namespace syncgrad::bench
+}  // namespace syncgrad::plot

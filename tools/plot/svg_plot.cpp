@@ -1,5 +1,5 @@
 // render_svg: axes with power-of-two (or evenly spaced) ticks, polylines and markers, a legend on the right.
-#include "bench/scaling/svg_plot.h"
+#include "tools/plot/svg_plot.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "tensor/check.h"
 #include "tensor/errors.h"
 
-namespace syncgrad::bench {
+namespace syncgrad::plot {
 namespace {
 
 constexpr double kWidth = 760, kHeight = 480;
@@ -152,4 +152,4 @@ void write_svg(const std::string& path, const PlotSpec& spec) {
   SYNCGRAD_CHECK(out, IOError, "syncgrad-bench: cannot write ", path, " (does its directory exist?)");
 }
 
-}  // namespace syncgrad::bench
+}  // namespace syncgrad::plot
