@@ -195,7 +195,8 @@ void Reducer::finish_backward(bool shadow) {
   } catch (const TimeoutError& e) {
     throw TimeoutError("DistributedDataParallel step " + std::to_string(iteration_) + ": " + e.what() +
                        ". If a rank ran fewer steps, give every rank the same number of batches "
-                       "(DistributedSampler pads the shards to equal length)");
+                       "(DistributedSampler pads the shards to equal length), or train inside "
+                       "DistributedDataParallel::join()");
   } catch (const PeerError& e) {
     throw PeerError("DistributedDataParallel step " + std::to_string(iteration_) + ": " + e.what());
   }
@@ -270,7 +271,8 @@ void Reducer::verify_step_check() {
   } catch (const PeerError& e) {
     throw PeerError("DistributedDataParallel step " + std::to_string(iteration_) + ": " + e.what() +
                     ". If that rank finished normally it ran fewer steps than this one: give every rank the same "
-                    "number of batches (DistributedSampler pads the shards to equal length)");
+                    "number of batches (DistributedSampler pads the shards to equal length), or train inside "
+                    "DistributedDataParallel::join()");
   }
   const std::vector<int64_t>& mine = step_check_mine_;
   std::string steps;
