@@ -168,11 +168,14 @@ TEST_CASE("join: ranks with 10 and 13 batches finish and match the reference (bo
   expect_all_ok(outcomes);
 }
 
-TEST_CASE("join: three ranks with 4, 9 and 6 batches, buffers broadcast from a rank still training, bf16 hook") {
+TEST_CASE("join: three ranks with 4, 9 and 6 batches (and 0, 3, 2), buffers broadcast from a rank still training, bf16 hook") {
   auto outcomes = run_job(3, [](int rank) {
     init_process_group(syncgrad::test::quick_init());
     const std::vector<int> batches = {4, 9, 6};
     expect(train_uneven(rank, batches, {}, true).difference < 1e-5, "matches the reference");
+    const UnevenRun none_first = train_uneven(rank, {0, 3, 2}, {.divide_by_initial_world_size = false}, false);
+    expect(none_first.difference < 1e-5, "a rank without any batch: matches the reference");
+    expect(none_first.shadowed == std::vector<int>{3, 0, 1}[rank], "a rank without any batch shadows every step");
     auto model = std::make_shared<TwoInputs>(true);
     DistributedDataParallel ddp(model, {.find_unused_parameters = true, .comm_hook = bf16_compress_hook()});
     optim::SGD opt(model->parameters(), {.lr = 0.05});
