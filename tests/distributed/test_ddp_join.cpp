@@ -1,8 +1,9 @@
 // DistributedDataParallel::join between real processes: ranks with 10 and 13 batches (and three ranks with three
 // counts) finish and end where one process ends that sums each step's batches of the ranks still training,
-// divided by the initial world size or by the ranks still training; SyncBatchNorm and PowerSGD are refused or
-// stop every rank; enable = false does nothing; a rank that leaves the guard with an error does not leave the
-// others hanging; a model with several inputs trains under DDP with find_unused_parameters.
+// divided by the initial world size or by the ranks still training (no_sync accumulation and the fp16 hook
+// too); SyncBatchNorm and PowerSGD are refused or stop every rank; enable = false does nothing; a rank that
+// leaves the guard with an error does not leave the others hanging; a model with several inputs trains under
+// DDP with find_unused_parameters.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -190,6 +191,55 @@ TEST_CASE("join: three ranks with 4, 9 and 6 batches (and 0, 3, 2), buffers broa
     }
     expect(identical_on_all_ranks(ddp.process_group(), *model), "parameters and running statistics identical");
     expect(model->norm->num_batches_tracked.item<int64_t>() == 9, "the running statistics of the longest rank");
+    destroy_process_group();
+  });
+  expect_all_ok(outcomes);
+}
+
+TEST_CASE("join: no_sync accumulation (2 and 3 steps of 3 micro-batches) and the fp16 hook match the reference") {
+  auto outcomes = run_job(2, [](int rank) {
+    init_process_group(syncgrad::test::quick_init());
+    const std::vector<int> steps = {2, 3};
+    const int micro = 3;
+    auto model = std::make_shared<TwoInputs>();
+    auto reference = std::make_shared<TwoInputs>();
+    DistributedDataParallel ddp(model, {.gradient_as_bucket_view = true, .find_unused_parameters = true,
+                                        .comm_hook = fp16_compress_hook()});
+    optim::SGD opt(model->parameters(), {.lr = 0.05});
+    optim::SGD ref_opt(reference->parameters(), {.lr = 0.05});
+    {
+      Join join = ddp.join();
+      for (int step = 0; step < steps[rank]; ++step) {
+        opt.zero_grad(false);
+        for (int m = 0; m < micro; ++m) {
+          const Batch batch = batch_of(rank, step * micro + m);
+          if (m + 1 < micro) {
+            auto local_only = ddp.no_sync();
+            mse_loss(ddp(batch.x), batch.y).backward();
+          } else {
+            mse_loss(ddp(batch.x), batch.y).backward();
+          }
+        }
+        opt.step();
+      }
+      join.finish();
+      expect(join.shadowed_steps() == (rank == 0 ? micro : 0), "rank 0 took part in rank 1's 3 micro-batches");
+    }
+    for (int step = 0; step < 3; ++step) {
+      ref_opt.zero_grad();
+      for (int r = 0; r < 2; ++r) {
+        if (step >= steps[r]) continue;
+        for (int m = 0; m < micro; ++m) {
+          const Batch batch = batch_of(r, step * micro + m);
+          div(mse_loss((*reference)(batch.x), batch.y), Scalar(2.0)).backward();
+        }
+      }
+      ref_opt.step();
+    }
+    // fp16 on the wire: the gradients carry about 3 significant digits.
+    const double diff = max_relative_difference(*model, *reference);
+    expect(diff < 2e-3, "parameters differ from the reference by " + std::to_string(diff));
+    expect(identical_on_all_ranks(ddp.process_group(), *model), "the replicas are identical after the join");
     destroy_process_group();
   });
   expect_all_ok(outcomes);
