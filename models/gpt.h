@@ -68,6 +68,9 @@ class GPT : public nn::Module {
   GPTConfig config;
   std::shared_ptr<GPTTransformer> transformer;
   std::shared_ptr<TiedLinear> lm_head;
+  // Each Block's activations are recomputed in backward instead of kept (nn/checkpoint.h); the gradients are
+  // the same bit for bit. Under DistributedDataParallel this needs DDPOptions::static_graph.
+  bool activation_checkpointing = false;
 };
 
 }  // namespace syncgrad::models

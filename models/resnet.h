@@ -62,6 +62,9 @@ class ResNet : public nn::Module {
   std::shared_ptr<nn::BatchNorm2d> bn1;
   std::vector<std::shared_ptr<nn::Sequential>> layers;
   std::shared_ptr<nn::Linear> fc;
+  // Each stage's activations are recomputed in backward instead of kept (nn/checkpoint.h; BatchNorm's running
+  // statistics are updated once). Under DistributedDataParallel this needs DDPOptions::static_graph.
+  bool activation_checkpointing = false;
 };
 
 ResNetConfig resnet18_config();
