@@ -36,6 +36,8 @@ const Subcommand kSubcommands[] = {
      SYNCGRAD_HAVE_CUDA != 0},
     {"checkpoint", "syncgrad-train checkpoint save/load time and size (GPT, ResNet-18) vs the disk's speed",
      bench_checkpoint_main},
+    {"activation-checkpointing", "a GPT step's peak memory and time with or without activation checkpointing",
+     bench_activation_checkpointing_main},
 };
 
 void print_help(std::FILE* out) {

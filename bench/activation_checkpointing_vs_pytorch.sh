@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Activation checkpointing: a GPT training step's peak memory per rank and step time, with and without
+# checkpointing each transformer block, at world size 1 and 2 (DDP over Gloo, one thread per rank), for
+# syncgrad (syncgrad-bench activation-checkpointing; nn::checkpoint, reentrant, DDP static_graph) and PyTorch 2.x
+# in the same run (bench/torch_activation_checkpointing.py: torch.utils.checkpoint with use_reentrant=False, and
+# =True under DDP static_graph), alternating the programs (A B A B ...). "activations" is the forward+backward
+# high-water mark above what was allocated before the forward, minus the gradients; see both programs' top
+# comments for how each measures it. The summary gives, per program and world size, the median over pairs of
+# rank 0's activation-memory ratio (off / on) and step-time ratio (on / off).
+# PyTorch: bench/peer.sh (build/peer-venv from scripts/setup-peers.sh).
+# Usage: bench/activation_checkpointing_vs_pytorch.sh [pairs=2] [steps=3] [batch=8]
+#          [model_config=n_layer=12,n_embd=768,n_head=12,block_size=128] [warmup=1]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pairs=${1:-2}; steps=${2:-3}; batch=${3:-8}; config=${4:-n_layer=12,n_embd=768,n_head=12,block_size=128}
+warmup=${5:-1}
+build=${BUILD:-build}
+. bench/peer.sh
+[ -x "$build/bench/syncgrad-bench" ] || { echo "no $build/bench/syncgrad-bench: build first (scripts/setup.sh)"; exit 1; }
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+ours() {  # world, then --checkpointing or nothing
+  local world=$1; shift
+  local args=(activation-checkpointing --model-config "$config" --batch "$batch" --steps "$steps" --warmup "$warmup" "$@")
+  if [ "$world" = 1 ]; then
+    OMP_NUM_THREADS=1 "$build/bench/syncgrad-bench" "${args[@]}"
+  else
+    OMP_NUM_THREADS=1 "$build/tools/syncgrad-launch" --nproc-per-node "$world" "$build/bench/syncgrad-bench" "${args[@]}"
+  fi
+}
+theirs() {  # mode, world
+  (cd bench && run_peer torch_activation_checkpointing.py "$1" "$2" "$config" "$batch" "$steps" "$warmup")
+}
+echo "GPT $config, batch $batch per rank, $steps timed steps after $warmup; $(nproc) cores: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+for pair in $(seq 1 "$pairs"); do
+  for world in 1 2; do
+    for run in "syncgrad off" "pytorch off" "syncgrad on" "pytorch nonreentrant" "pytorch reentrant"; do
+      set -- $run
+      case "$1 $2" in
+        "syncgrad off") lines=$(ours "$world") ;;
+        "syncgrad on") lines=$(ours "$world" --checkpointing) ;;
+        *) lines=$(theirs "$2" "$world") ;;
+      esac
+      echo "$lines" | grep '^rank ' | sed "s/^/pair $pair $1 /" | tee -a "$results"
+    done
+  done
+done
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    d = dict(zip(f[2::2], f[3::2]))
+    if d["rank"] != "0":
+        continue
+    rows.setdefault((f[2], d["world"], d["checkpointing"], f[1]), d)
+print(f"{'program':9} {'world':>5} {'checkpointing':>13} {'activations MiB':>16} {'ms/step':>8} {'memory off/on':>14} {'time on/off':>12}")
+keys = sorted({k[:3] for k in rows})
+for program, world, mode in keys:
+    pairs = sorted({k[3] for k in rows if k[:3] == (program, world, mode)})
+    acts = [float(rows[(program, world, mode, p)]["activations_mib"]) for p in pairs]
+    ms = [float(rows[(program, world, mode, p)]["ms_per_step"]) for p in pairs]
+    off = "0" if program == "syncgrad" else "off"
+    mem_ratio = time_ratio = ""
+    if mode != off:
+        mem_ratio = statistics.median(float(rows[(program, world, off, p)]["activations_mib"]) /
+                                      float(rows[(program, world, mode, p)]["activations_mib"]) for p in pairs)
+        time_ratio = statistics.median(float(rows[(program, world, mode, p)]["ms_per_step"]) /
+                                       float(rows[(program, world, off, p)]["ms_per_step"]) for p in pairs)
+        mem_ratio, time_ratio = f"{mem_ratio:.2f}x", f"{time_ratio:.2f}x"
+    label = {"0": "off", "1": "on"}.get(mode, mode)
+    print(f"{program:9} {world:>5} {label:>13} {statistics.median(acts):16.1f} {statistics.median(ms):8.0f} {mem_ratio:>14} {time_ratio:>12}")
+PY
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

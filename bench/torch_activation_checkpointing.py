@@ -1,0 +1,110 @@
+"""PyTorch peer of `syncgrad-bench activation-checkpointing` (bench/activation_checkpointing_vs_pytorch.sh): the
+same GPT (bench/torch_gpt.py) trained with AdamW on random tokens, each transformer block wrapped in
+torch.utils.checkpoint.checkpoint (use_reentrant=False, PyTorch's recommendation, or True, the kind syncgrad
+builds) or not, in one process or as `world` DDP ranks over Gloo (one thread each). Prints one line per rank
+in syncgrad-bench's format.
+
+Memory: PyTorch has no allocator statistics on the CPU, so one step after the warm-up runs under the profiler
+with profile_memory=True; the allocations and frees of its events (each op's own, without its children's),
+in start order, give the step's high-water mark above what was allocated before the forward ("step peak"); "activations" is that minus the
+gradients. The timed steps run without the profiler; the median is printed.
+
+Usage: torch_activation_checkpointing.py MODE WORLD MODEL_CONFIG BATCH STEPS WARMUP
+         MODE: off | reentrant | nonreentrant
+"""
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+from torch.utils.checkpoint import checkpoint
+
+from torch_gpt import GPT, parse_config  # the script's own folder
+from torch_spawn import spawn
+
+MiB = 1024.0 * 1024.0
+
+
+class CheckpointedGPT(GPT):
+    def __init__(self, c, use_reentrant):
+        super().__init__(c)
+        self.use_reentrant = use_reentrant
+
+    def forward(self, tokens):
+        t = tokens.size(1)
+        pos = torch.arange(t, device=tokens.device)
+        x = F.dropout(self.transformer.wte(tokens) + self.transformer.wpe(pos), self.config["dropout"], self.training)
+        for block in self.transformer.h:
+            x = checkpoint(block, x, use_reentrant=self.use_reentrant)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+def step_peak_bytes(prof):
+    """The high-water mark of the profiled step's allocations above its start."""
+    events = [e for e in prof.events() if e.self_cpu_memory_usage != 0]
+    events.sort(key=lambda e: e.time_range.start)
+    current = peak = 0
+    for e in events:
+        current += e.self_cpu_memory_usage
+        peak = max(peak, current)
+    return peak
+
+
+def run(mode, world, config_text, batch, steps, warmup):
+    torch.set_num_threads(1)
+    rank = 0
+    if world > 1:
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+    torch.manual_seed(0)
+    c = parse_config(config_text)
+    model = GPT(c) if mode == "off" else CheckpointedGPT(c, mode == "reentrant")
+    trained = model
+    if world > 1:
+        # Reentrant checkpointing fires a block's parameter hooks inside a nested backward: static_graph.
+        trained = torch.nn.parallel.DistributedDataParallel(model, static_graph=mode == "reentrant")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
+    grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    gen = torch.Generator().manual_seed(100 + rank)
+    t = c["block_size"]
+
+    def step(profiled=False):
+        tokens = torch.randint(c["vocab_size"], (batch, t), generator=gen)
+        targets = torch.randint(c["vocab_size"], (batch * t,), generator=gen)
+        optimizer.zero_grad(set_to_none=True)
+        start = time.perf_counter()
+        peak = None
+        if profiled:
+            with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+                F.cross_entropy(trained(tokens).reshape(batch * t, -1), targets).backward()
+            peak = step_peak_bytes(prof)
+        else:
+            F.cross_entropy(trained(tokens).reshape(batch * t, -1), targets).backward()
+        optimizer.step()
+        return time.perf_counter() - start, peak
+
+    for _ in range(warmup):
+        step()
+    _, peak = step(profiled=True)
+    seconds = [step()[0] for _ in range(steps)]
+    print(f"rank {rank} world {world} checkpointing {mode} threads 1 params_mib {grad_bytes / MiB:.1f} "
+          f"step_peak_mib {peak / MiB:.1f} activations_mib {max(peak - grad_bytes, 0) / MiB:.1f} "
+          f"ms_per_step {1e3 * statistics.median(seconds):.0f}", flush=True)
+    if world > 1:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 7 or sys.argv[1] not in ("off", "reentrant", "nonreentrant"):
+        sys.exit(__doc__)
+    mode, world, config_text = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    batch, steps, warmup = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if world > 1:
+        spawn(world, run, mode, world, config_text, batch, steps, warmup)
+    else:
+        run(mode, world, config_text, batch, steps, warmup)
