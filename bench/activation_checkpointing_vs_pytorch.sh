@@ -29,7 +29,7 @@ ours() {  # world, then --checkpointing or nothing
   fi
 }
 theirs() {  # mode, world
-  (cd bench && run_peer torch_activation_checkpointing.py "$1" "$2" "$config" "$batch" "$steps" "$warmup")
+  run_peer bench/torch_activation_checkpointing.py "$1" "$2" "$config" "$batch" "$steps" "$warmup"
 }
 echo "GPT $config, batch $batch per rank, $steps timed steps after $warmup; $(nproc) cores: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 for pair in $(seq 1 "$pairs"); do
