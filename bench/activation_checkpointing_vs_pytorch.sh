@@ -4,8 +4,8 @@
 # syncgrad (syncgrad-bench activation-checkpointing; nn::checkpoint, reentrant, DDP static_graph) and PyTorch 2.x
 # in the same run (bench/torch_activation_checkpointing.py: torch.utils.checkpoint with use_reentrant=False, and
 # =True under DDP static_graph), alternating the programs (A B A B ...). "activations" is the forward+backward
-# high-water mark above what was allocated before the forward, minus the gradients; see both programs' top
-# comments for how each measures it. The summary gives, per program and world size, the median over pairs of
+# high-water mark above what was allocated before the forward (parameters, gradients zeroed in place, optimizer
+# state); see both programs' top comments for how each measures it. The summary gives, per program and world size, the median over pairs of
 # rank 0's activation-memory ratio (off / on) and step-time ratio (on / off).
 # PyTorch: bench/peer.sh (build/peer-venv from scripts/setup-peers.sh).
 # Usage: bench/activation_checkpointing_vs_pytorch.sh [pairs=2] [steps=3] [batch=8]
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-2}; steps=${2:-3}; batch=${3:-8}; config=${4:-n_layer=12,n_embd=768,n_head=12,block_size=128}
-warmup=${5:-1}
+warmup=${5:-1}  # at least 1: the first step allocates the gradients
 build=${BUILD:-build}
 . bench/peer.sh
 [ -x "$build/bench/syncgrad-bench" ] || { echo "no $build/bench/syncgrad-bench: build first (scripts/setup.sh)"; exit 1; }
@@ -41,7 +41,7 @@ for pair in $(seq 1 "$pairs"); do
         "syncgrad on") lines=$(ours "$world" --checkpointing) ;;
         *) lines=$(theirs "$2" "$world") ;;
       esac
-      echo "$lines" | grep '^rank ' | sed "s/^/pair $pair $1 /" | tee -a "$results"
+      echo "$lines" | sed 's/^\[rank[0-9]*\]: //' | grep '^rank ' | sed "s/^/pair $pair $1 /" | tee -a "$results"
     done
   done
 done
