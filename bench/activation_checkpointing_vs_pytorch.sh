@@ -47,28 +47,29 @@ for pair in $(seq 1 "$pairs"); do
 done
 python3 - "$results" <<'PY'
 import statistics, sys
-rows = {}
+rows = {}  # (program, world, mode, pair) -> rank 0's fields
 for line in open(sys.argv[1]):
-    f = line.split()
-    d = dict(zip(f[2::2], f[3::2]))
-    if d["rank"] != "0":
-        continue
-    rows.setdefault((f[2], d["world"], d["checkpointing"], f[1]), d)
-print(f"{'program':9} {'world':>5} {'checkpointing':>13} {'activations MiB':>16} {'ms/step':>8} {'memory off/on':>14} {'time on/off':>12}")
-keys = sorted({k[:3] for k in rows})
-for program, world, mode in keys:
-    pairs = sorted({k[3] for k in rows if k[:3] == (program, world, mode)})
-    acts = [float(rows[(program, world, mode, p)]["activations_mib"]) for p in pairs]
-    ms = [float(rows[(program, world, mode, p)]["ms_per_step"]) for p in pairs]
-    off = "0" if program == "syncgrad" else "off"
-    mem_ratio = time_ratio = ""
-    if mode != off:
-        mem_ratio = statistics.median(float(rows[(program, world, off, p)]["activations_mib"]) /
-                                      float(rows[(program, world, mode, p)]["activations_mib"]) for p in pairs)
-        time_ratio = statistics.median(float(rows[(program, world, mode, p)]["ms_per_step"]) /
-                                       float(rows[(program, world, off, p)]["ms_per_step"]) for p in pairs)
-        mem_ratio, time_ratio = f"{mem_ratio:.2f}x", f"{time_ratio:.2f}x"
+    f = line.split()  # pair N PROGRAM rank R world W checkpointing M ...
+    d = dict(zip(f[3::2], f[4::2]))
+    if d["rank"] == "0":
+        rows[(f[2], d["world"], d["checkpointing"], f[1])] = d
+def median_of(key, field, pairs):
+    return statistics.median(float(rows[key + (p,)][field]) for p in pairs)
+print(f"{'program':9} {'world':>5} {'checkpointing':>13} {'activations MiB':>16} {'ms/step':>8} {'CPU ms/step':>12} "
+      f"{'memory off/on':>14} {'time on/off':>12} {'CPU time on/off':>16}")
+for program, world, mode in sorted({k[:3] for k in rows}):
+    key = (program, world, mode)
+    pairs = sorted(k[3] for k in rows if k[:3] == key)
+    off = (program, world, "0" if program == "syncgrad" else "off")
+    ratios = ["", "", ""]
+    if mode != off[2]:
+        def ratio(field, inverse=False):
+            values = [float(rows[off + (p,)][field]) / float(rows[key + (p,)][field]) for p in pairs]
+            return f"{statistics.median(1 / v if inverse else v for v in values):.2f}x"
+        ratios = [ratio("activations_mib"), ratio("ms_per_step", True), ratio("cpu_ms_per_step", True)]
     label = {"0": "off", "1": "on"}.get(mode, mode)
-    print(f"{program:9} {world:>5} {label:>13} {statistics.median(acts):16.1f} {statistics.median(ms):8.0f} {mem_ratio:>14} {time_ratio:>12}")
+    print(f"{program:9} {world:>5} {label:>13} {median_of(key, 'activations_mib', pairs):16.1f} "
+          f"{median_of(key, 'ms_per_step', pairs):8.0f} {median_of(key, 'cpu_ms_per_step', pairs):12.0f} "
+          f"{ratios[0]:>14} {ratios[1]:>12} {ratios[2]:>16}")
 PY
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -7,8 +7,9 @@
 // rank's thread: "activation peak" is its high-water mark during a step's forward and backward above what was
 // allocated before the forward. The parameters, their gradients (zeroed in place, kept from the warm-up
 // step), the optimizer state and DDP's buckets are all allocated before, so what it counts is the activations
-// and backward's temporaries. Time is the median step (forward, backward, AdamW) after the warm-up steps; the
-// memory is the largest over the timed steps. Each rank prints one line. Options: --model-config (GPT, default
+// and backward's temporaries. Time is the median step (forward, backward, AdamW) after the warm-up steps, in
+// wall-clock time and in the rank thread's CPU time (steadier on a loaded machine); the memory is the largest
+// over the timed steps. Each rank prints one line. Options: --model-config (GPT, default
 // 12 layers x 768, context 128), --batch (sequences per rank, 8), --steps (timed, 3), --warmup (at least 1, 1),
 // --checkpointing.
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +39,17 @@ namespace {
 
 constexpr int kStepTag = 1;
 constexpr double kMiB = 1024.0 * 1024.0;
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
 
 }  // namespace
 
@@ -75,13 +88,14 @@ int bench_activation_checkpointing_main(int argc, char** argv) {
 
     Generator data(100 + static_cast<uint64_t>(rank));
     const int64_t T = config.block_size;
-    std::vector<double> step_seconds;
+    std::vector<double> step_seconds, step_cpu_seconds;
     size_t activation_peak = 0;
     for (int step = 0; step < warmup + steps; ++step) {
       Tensor tokens = randint(0, config.vocab_size, {batch, T}, {.dtype = DType::i64}, &data);
       Tensor targets = randint(0, config.vocab_size, {batch * T}, {.dtype = DType::i64}, &data);
       opt.zero_grad(false);  // in place: the gradients stay allocated, outside the measured memory
       const auto start = std::chrono::steady_clock::now();
+      const double cpu_start = thread_cpu_seconds();
       {
         MemoryTagGuard tag(kStepTag);
         const size_t before = memory_tag_stats(kStepTag).allocated_bytes;
@@ -93,13 +107,16 @@ int bench_activation_checkpointing_main(int argc, char** argv) {
       }
       opt.step();
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (step >= warmup) step_seconds.push_back(seconds);
+      if (step >= warmup) {
+        step_seconds.push_back(seconds);
+        step_cpu_seconds.push_back(thread_cpu_seconds() - cpu_start);
+      }
     }
-    std::sort(step_seconds.begin(), step_seconds.end());
-    const double median = step_seconds[step_seconds.size() / 2];
-    std::printf("rank %d world %d checkpointing %d threads %d params_mib %.1f activations_mib %.1f ms_per_step %.0f\n",
+    std::printf("rank %d world %d checkpointing %d threads %d params_mib %.1f activations_mib %.1f ms_per_step %.0f "
+                "cpu_ms_per_step %.0f\n",
                 rank, world, checkpointing ? 1 : 0, get_num_threads(), static_cast<double>(param_bytes) / kMiB,
-                static_cast<double>(activation_peak) / kMiB, 1e3 * median);
+                static_cast<double>(activation_peak) / kMiB, 1e3 * median_of(step_seconds),
+                1e3 * median_of(step_cpu_seconds));
     std::fflush(stdout);
     if (group) distributed::destroy_process_group();
   } catch (const std::exception& e) {

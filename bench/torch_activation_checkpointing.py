@@ -1,13 +1,15 @@
 """PyTorch peer of `syncgrad-bench activation-checkpointing` (bench/activation_checkpointing_vs_pytorch.sh): the
-same GPT (bench/torch_gpt.py) trained with AdamW on random tokens, each transformer block wrapped in
-torch.utils.checkpoint.checkpoint (use_reentrant=False, PyTorch's recommendation, or True, the kind syncgrad
+same GPT (bench/torch_gpt.py) trained with AdamW on random tokens, each transformer block but the last (as
+syncgrad's GPT does) wrapped in torch.utils.checkpoint.checkpoint (use_reentrant=False, PyTorch's recommendation, or True, the kind syncgrad
 builds) or not, in one process or as `world` DDP ranks over Gloo (one thread each). Prints one line per rank
 in syncgrad-bench's format.
 
 Memory: PyTorch has no allocator statistics on the CPU, so one step after the warm-up runs under the profiler
-with profile_memory=True; the allocations and frees of its events (each op's own, without its children's),
-in start order, give the step's high-water mark above what was allocated before the forward ("step peak"); "activations" is that minus the
-gradients. The timed steps run without the profiler; the median is printed.
+with profile_memory=True; the largest "Total Allocated" of its memory events (counted from the profiler's
+start) is the step's high-water mark above what was allocated before the forward: the activations and
+backward's temporaries, since the gradients are zeroed in place (allocated by the warm-up) and the parameters
+and optimizer state exist before. The timed steps run without the profiler; the median is printed, in
+wall-clock time and in the thread's CPU time.
 
 Usage: torch_activation_checkpointing.py MODE WORLD MODEL_CONFIG BATCH STEPS WARMUP
          MODE: off | reentrant | nonreentrant
@@ -40,8 +42,9 @@ class CheckpointedGPT(GPT):
         t = tokens.size(1)
         pos = torch.arange(t, device=tokens.device)
         x = F.dropout(self.transformer.wte(tokens) + self.transformer.wpe(pos), self.config["dropout"], self.training)
-        for block in self.transformer.h:
-            x = checkpoint(block, x, use_reentrant=self.use_reentrant)
+        last = len(self.transformer.h) - 1
+        for i, block in enumerate(self.transformer.h):  # all but the last, as syncgrad's GPT does
+            x = checkpoint(block, x, use_reentrant=self.use_reentrant) if i < last else block(x)
         return self.lm_head(self.transformer.ln_f(x))
 
 
@@ -78,7 +81,7 @@ def run(mode, world, config_text, batch, steps, warmup):
         tokens = torch.randint(c["vocab_size"], (batch, t), generator=gen)
         targets = torch.randint(c["vocab_size"], (batch * t,), generator=gen)
         optimizer.zero_grad(set_to_none=False)  # in place: the gradients stay allocated, outside the measure
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.thread_time()
         peak = None
         if profiled:
             with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
@@ -87,14 +90,15 @@ def run(mode, world, config_text, batch, steps, warmup):
         else:
             F.cross_entropy(trained(tokens).reshape(batch * t, -1), targets).backward()
         optimizer.step()
-        return time.perf_counter() - start, peak
+        return time.perf_counter() - start, time.thread_time() - cpu_start, peak
 
     for _ in range(max(warmup, 1)):  # the first step allocates the gradients
         step()
-    _, peak = step(profiled=True)
-    seconds = [step()[0] for _ in range(steps)]
+    peak = step(profiled=True)[2]
+    timed = [step() for _ in range(steps)]
     print(f"rank {rank} world {world} checkpointing {mode} threads 1 params_mib {param_bytes / MiB:.1f} "
-          f"activations_mib {peak / MiB:.1f} ms_per_step {1e3 * statistics.median(seconds):.0f}", flush=True)
+          f"activations_mib {peak / MiB:.1f} ms_per_step {1e3 * statistics.median(t[0] for t in timed):.0f} "
+          f"cpu_ms_per_step {1e3 * statistics.median(t[1] for t in timed):.0f}", flush=True)
     if world > 1:
         dist.destroy_process_group()
 

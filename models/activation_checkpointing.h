@@ -1,5 +1,5 @@
 // Turning on activation checkpointing in a model built by name (syncgrad-train's --activation-checkpointing):
-// GPT checkpoints each transformer block, ResNet each stage.
+// GPT checkpoints each transformer block, ResNet each stage (but the last: models/gpt.h, models/resnet.h).
 #pragma once
 
 #include "nn/module.h"

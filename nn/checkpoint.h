@@ -17,6 +17,9 @@
 //    recomputation); floating inputs keep their requires_grad. Under NoGradGuard fn simply runs.
 //  - Random numbers come from the process default generator and the generators named in the options; a
 //    generator fn draws from that is not named there gives different numbers in the recomputation.
+//  - autograd::grad() through a checkpoint returns the right gradients for its inputs, but the parameters fn
+//    uses get theirs accumulated into .grad by the nested backward (PyTorch's reentrant checkpoint refuses
+//    torch.autograd.grad instead).
 #pragma once
 
 #include <functional>
