@@ -92,7 +92,8 @@ def run(mode, world, config_text, batch, steps, warmup):
         optimizer.step()
         return time.perf_counter() - start, time.thread_time() - cpu_start, peak
 
-    for _ in range(max(warmup, 1)):  # the first step allocates the gradients
+    # The first step allocates the gradients; under DDP the second rebuilds the buckets (in its forward).
+    for _ in range(max(warmup, 2 if world > 1 else 1)):
         step()
     peak = step(profiled=True)[2]
     timed = [step() for _ in range(steps)]
