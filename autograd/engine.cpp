@@ -27,13 +27,18 @@ struct GraphTask {
   // grad(): gradients captured at (node, slot).
   std::map<std::pair<Node*, uint32_t>, Tensor> captured;
   std::unordered_set<Node*> capture_nodes;
+  // The backward this one runs inside (a node's apply ran a backward of its own: a reentrant checkpoint).
+  GraphTask* parent = nullptr;
 };
 
 thread_local GraphTask* current_task = nullptr;
 
 struct TaskScope {
   GraphTask* previous;
-  explicit TaskScope(GraphTask* task) : previous(current_task) { current_task = task; }
+  explicit TaskScope(GraphTask* task) : previous(current_task) {
+    task->parent = previous;
+    current_task = task;
+  }
   ~TaskScope() { current_task = previous; }
 };
 
@@ -211,13 +216,19 @@ bool is_reachable(const Tensor& leaf) {
   AutogradMeta* m = meta_of(leaf);
   if (m == nullptr) return false;
   Node* node = m->grad_fn ? m->grad_fn.get() : m->accumulator.lock().get();
-  return node != nullptr && current_task->reachable.count(node) > 0;
+  if (node == nullptr) return false;
+  for (GraphTask* task = current_task; task != nullptr; task = task->parent) {
+    if (task->reachable.count(node) > 0) return true;
+  }
+  return false;
 }
 
 void queue_callback(std::function<void()> callback) {
   SYNCGRAD_CHECK(current_task != nullptr, AutogradError,
                  "queue_callback: no backward pass is running on this thread; queue callbacks from hooks");
-  current_task->callbacks.push_back(std::move(callback));
+  GraphTask* outermost = current_task;
+  while (outermost->parent != nullptr) outermost = outermost->parent;
+  outermost->callbacks.push_back(std::move(callback));
 }
 
 }  // namespace syncgrad::autograd

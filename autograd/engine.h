@@ -22,9 +22,12 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 
 // True while this thread runs a backward.
 bool in_backward();
+// A backward run from inside a node's apply (nn::checkpoint's recomputation) is nested in the running one:
+// is_reachable answers for the running backward or any it is nested in, and queue_callback queues on the
+// outermost one, so a callback runs once the whole backward is done.
 // During a backward: whether the leaf `t` receives a gradient in this backward. Throws outside a backward.
 bool is_reachable(const Tensor& leaf);
-// During a backward: runs `callback` after all nodes have run, before backward() returns.
+// During a backward: runs `callback` after all nodes have run, before the outermost backward() returns.
 void queue_callback(std::function<void()> callback);
 
 }  // namespace syncgrad::autograd

@@ -2,7 +2,9 @@
 // docs/SCALING.md); each prints its own table:
 //   syncgrad-bench <subcommand> [its options]        syncgrad-bench <subcommand> --help
 // kSubcommands below is the one list of them.
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +38,8 @@ const Subcommand kSubcommands[] = {
      SYNCGRAD_HAVE_CUDA != 0},
     {"checkpoint", "syncgrad-train checkpoint save/load time and size (GPT, ResNet-18) vs the disk's speed",
      bench_checkpoint_main},
+    {"activation-checkpointing", "a GPT step's peak memory and time with or without activation checkpointing",
+     bench_activation_checkpointing_main},
 };
 
 void print_help(std::FILE* out) {
@@ -43,9 +47,13 @@ void print_help(std::FILE* out) {
                "syncgrad-bench: syncgrad's benchmarks\n"
                "usage: syncgrad-bench <subcommand> [options]   (syncgrad-bench <subcommand> --help: its options)\n\n"
                "subcommands:\n");
+  int width = 0;  // the longest listed name's
+  for (const Subcommand& s : kSubcommands) {
+    if (!s.hidden) width = std::max(width, static_cast<int>(std::strlen(s.name)));
+  }
   for (const Subcommand& s : kSubcommands) {
     if (s.hidden) continue;
-    std::fprintf(out, "  %-10s %s%s\n", s.name, s.summary, s.built ? "" : " [not in this build]");
+    std::fprintf(out, "  %-*s %s%s\n", width, s.name, s.summary, s.built ? "" : " [not in this build]");
   }
 }
 

@@ -36,6 +36,11 @@ Reducer::Reducer(std::vector<std::pair<std::string, Tensor>> params, std::shared
   std::iota(reverse.rbegin(), reverse.rend(), 0);
   build_buckets(reverse);
   set_comm_hook(options_.comm_hook);
+  if (options_.static_graph) {
+    std::vector<std::string> names;
+    for (const auto& [name, p] : params_) names.push_back(name);
+    static_graph_.emplace(std::move(names));
+  }
 }
 
 void Reducer::set_comm_hook(std::shared_ptr<CommHook> hook) {
@@ -96,9 +101,14 @@ std::vector<std::vector<std::string>> Reducer::bucket_names() const {
 void Reducer::on_gradient_ready(size_t index) {
   if (!sync_) return;
   if (!in_backward_) begin_backward();
+  if (static_graph_) {
+    if (static_graph_->arrive(index)) mark_ready(index, true);
+    return;
+  }
   SYNCGRAD_CHECK(!ready_[index], AutogradError, "DistributedDataParallel: parameter ", params_[index].first,
-                 " got its gradient twice in one backward (a backward over a graph that uses it in two separately "
-                 "differentiated parts?); run one backward per synchronised step");
+                 " got its gradient twice in one backward (reentrant activation checkpointing, nn::checkpoint, "
+                 "recomputes a part that uses it, or one backward ran inside another); construct "
+                 "DistributedDataParallel with static_graph = true if the graph is the same every iteration");
   mark_ready(index, true);
 }
 
@@ -120,7 +130,10 @@ void Reducer::begin_backward() {
     if (auto self = weak.lock()) self->finish_backward();
   });
   launch_step_check();
-  if (options_.find_unused_parameters) {
+  if (static_graph_) {
+    static_graph_->begin();
+    for (size_t i : static_graph_->unused()) mark_ready(i, false);
+  } else if (options_.find_unused_parameters) {
     // Parameters this backward cannot reach contribute zeros at once, so their buckets are not held up.
     for (size_t i = 0; i < params_.size(); ++i) {
       if (!autograd::is_reachable(params_[i].second)) mark_ready(i, false);
@@ -170,6 +183,9 @@ void Reducer::launch_full_buckets() {
 }
 
 void Reducer::finish_backward(bool shadow) {
+  if (static_graph_ && !shadow) {  // a shadowed backward marks every parameter unused itself
+    for (size_t i : static_graph_->finish()) mark_ready(i, true);
+  }
   // Parameters that never got a gradient still send zeros, so no other rank waits for a bucket forever.
   std::vector<std::string> missing;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -184,7 +200,7 @@ void Reducer::finish_backward(bool shadow) {
   const auto wait_start = std::chrono::steady_clock::now();
   verify_step_check();
   std::optional<PendingValues> used_anywhere;
-  if (options_.find_unused_parameters) {
+  if (options_.find_unused_parameters || static_graph_) {
     used_anywhere = PendingValues::allreduce(*group_, std::vector<int64_t>(used_.begin(), used_.end()), ReduceOp::kMax);
   }
   stats_ = DDPStats{};
@@ -214,7 +230,7 @@ void Reducer::finish_backward(bool shadow) {
   ++iteration_;
   if (!rebuilt_) rebuild_in_ready_order();
 
-  if (!missing.empty() && !options_.find_unused_parameters) {
+  if (!missing.empty() && !options_.find_unused_parameters && !static_graph_) {
     std::string names;
     for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
     throw DistributedError(

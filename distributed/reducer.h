@@ -15,6 +15,7 @@
 #include "distributed/comm_hook.h"
 #include "distributed/host_values.h"
 #include "distributed/process_group.h"
+#include "distributed/static_graph.h"
 #include "tensor/tensor.h"
 
 namespace syncgrad::distributed {
@@ -35,6 +36,11 @@ struct DDPOptions {
   // so ranks that got out of step fail with a DesyncError naming them instead of mixing gradients of
   // different steps (one tiny allgather per step, sent ahead of the buckets).
   bool check_step_agreement = true;
+  // The graph is the same every iteration (distributed/static_graph.h): a parameter's gradient may then arrive
+  // more than once per backward (reentrant activation checkpointing, nn/checkpoint.h) and parameters the graph
+  // never uses need no find_unused_parameters; the first backward records the graph (its buckets are all
+  // launched at its end), a later change is a DistributedError naming the parameter.
+  bool static_graph = false;
 };
 
 // Timing of the last synchronised backward.
@@ -112,6 +118,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::shared_ptr<ProcessGroup> group_;
   DDPOptions options_;
   std::shared_ptr<CommHook> hook_;
+  std::optional<StaticGraph> static_graph_;
 
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;  // parameter -> bucket

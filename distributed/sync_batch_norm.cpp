@@ -6,6 +6,7 @@
 #include "autograd/meta.h"
 #include "autograd/node.h"
 #include "distributed/init.h"
+#include "nn/checkpoint.h"
 #include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
@@ -82,7 +83,9 @@ class GroupBatchStatsSync : public nn::BatchStatsSync {
  public:
   explicit GroupBatchStatsSync(std::shared_ptr<ProcessGroup> group) : group_(std::move(group)) {}
   Tensor forward(nn::BatchNorm& layer, const Tensor& input, double momentum_factor) override {
-    return sync_batch_norm(input, layer.running_mean, layer.running_var, layer.weight, layer.bias, momentum_factor,
+    const bool recomputing = nn::in_checkpoint_recompute();  // the forward already updated the statistics
+    return sync_batch_norm(input, recomputing ? Tensor() : layer.running_mean,
+                           recomputing ? Tensor() : layer.running_var, layer.weight, layer.bias, momentum_factor,
                            layer.eps, group_ ? group_ : default_group_ptr());
   }
 

@@ -7,6 +7,7 @@
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/linalg.h"
+#include "nn/checkpoint.h"
 #include "nn/init.h"
 #include "tensor/check.h"
 #include "tensor/ops/factories.h"
@@ -72,7 +73,12 @@ Tensor GPT::forward(const Tensor& tokens) {
   Tensor positions = arange(0, len, 1, {.dtype = DType::i64, .device = tokens.device()});  // (T)
   Tensor x = add(transformer->wte->forward(tokens), transformer->wpe->forward(positions));  // (B, T, C)
   x = dropout(x, config.dropout, is_training());
-  for (const std::shared_ptr<Block>& block : transformer->blocks) x = block->forward(x);
+  const auto& blocks = transformer->blocks;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    // Not the last block: backward needs its activations first, so recomputing them would only cost time.
+    const bool checkpointed = activation_checkpointing && i + 1 < blocks.size();
+    x = checkpointed ? nn::checkpoint(*blocks[i], x) : blocks[i]->forward(x);
+  }
   return lm_head->forward(transformer->ln_f->forward(x));  // (B, T, vocab_size)
 }
 

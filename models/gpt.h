@@ -68,6 +68,10 @@ class GPT : public nn::Module {
   GPTConfig config;
   std::shared_ptr<GPTTransformer> transformer;
   std::shared_ptr<TiedLinear> lm_head;
+  // Each Block's activations but the last's (backward needs those first) are recomputed in backward instead of
+  // kept (nn/checkpoint.h); the gradients are the same bit for bit. Under DistributedDataParallel with
+  // find_unused_parameters, or a parameter shared with a checkpointed block, use DDPOptions::static_graph.
+  bool activation_checkpointing = false;
 };
 
 }  // namespace syncgrad::models

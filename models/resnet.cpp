@@ -5,6 +5,7 @@
 #include "autograd/ops/join.h"
 #include "autograd/ops/pool.h"
 #include "autograd/ops/views.h"
+#include "nn/checkpoint.h"
 #include "nn/init.h"
 #include "tensor/check.h"
 #include "tensor/ops/factories.h"
@@ -90,7 +91,11 @@ Tensor ResNet::forward(const Tensor& input) {
   SYNCGRAD_CHECK(input.dim() == 4 && input.size(1) == 3, ShapeError,
                  "ResNet.forward: expected input of shape [N, 3, H, W], got ", shape_str(input.sizes()));
   Tensor x = relu(bn1->forward(conv1->forward(input)));  // (N, widths[0], H, W)
-  for (const auto& layer : layers) x = layer->forward(x);  // (N, widths.back(), H / 2^(stages-1), ...)
+  for (size_t i = 0; i < layers.size(); ++i) {  // -> (N, widths.back(), H / 2^(stages-1), ...)
+    // Not the last stage: backward needs its activations first, so recomputing them would only cost time.
+    const bool checkpointed = activation_checkpointing && i + 1 < layers.size();
+    x = checkpointed ? nn::checkpoint(*layers[i], x) : layers[i]->forward(x);
+  }
   return fc->forward(flatten(adaptive_avg_pool2d(x, 1), 1));  // (N, num_classes)
 }
 

@@ -62,6 +62,10 @@ class ResNet : public nn::Module {
   std::shared_ptr<nn::BatchNorm2d> bn1;
   std::vector<std::shared_ptr<nn::Sequential>> layers;
   std::shared_ptr<nn::Linear> fc;
+  // Each stage's activations but the last's (backward needs those first) are recomputed in backward instead of
+  // kept (nn/checkpoint.h; BatchNorm's running statistics are updated once). Under DistributedDataParallel with
+  // find_unused_parameters use DDPOptions::static_graph.
+  bool activation_checkpointing = false;
 };
 
 ResNetConfig resnet18_config();

@@ -7,6 +7,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops/norm.h"
+#include "nn/checkpoint.h"
 #include "tensor/check.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
@@ -46,13 +47,17 @@ Tensor BatchNorm::forward(const Tensor& input) {
                  num_features);
   bool use_batch_stats = is_training() || !track_running_stats;
   double factor = momentum.value_or(0.0);
-  if (is_training() && track_running_stats) {
+  // A checkpoint's recomputation (nn/checkpoint.h) normalises with the batch statistics again but leaves the
+  // running statistics alone: the forward already counted this batch.
+  const bool recomputing = is_training() && in_checkpoint_recompute();
+  if (is_training() && track_running_stats && !recomputing) {
     NoGradGuard no_grad;
     raw::add_(num_batches_tracked, 1);
     if (!momentum) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
   }
   if (is_training() && stats_sync_) return stats_sync_->forward(*this, input, factor);
-  return batch_norm(input, running_mean, running_var, weight, bias, use_batch_stats, factor, eps);
+  return batch_norm(input, recomputing ? Tensor() : running_mean, recomputing ? Tensor() : running_var, weight, bias,
+                    use_batch_stats, factor, eps);
 }
 
 std::string BatchNorm::extra_repr() const {

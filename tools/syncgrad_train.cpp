@@ -200,6 +200,9 @@ void add_parallel_options(CLI::App& app, TrainConfig& c) {
              "DDP gradient reduction: allreduce, fp16, bf16, powersgd or powersgd:R");
   app.add_flag("--find-unused-parameters", c.find_unused_parameters,
                "let DDP tolerate parameters that get no gradient in a step");
+  app.add_flag("--activation-checkpointing", c.activation_checkpointing,
+               "keep no activations of the GPT's transformer blocks (or the ResNet's stages) for backward and "
+               "recompute them there: less memory for about one more forward; the same gradients");
   app.add_flag("--sync-batch-norm", c.sync_batch_norm,
                "under DDP, BatchNorm layers use the batch statistics of all ranks (SyncBatchNorm)");
   add_timeout(app, "--timeout", c.timeout_seconds,

@@ -137,6 +137,24 @@ TEST_CASE("end-of-backward callbacks run after every accumulation; reachability 
   CHECK_THROWS_AS(autograd::queue_callback([] {}), AutogradError);
 }
 
+TEST_CASE("a backward nested in a node (checkpoint): callbacks wait for the outer backward, reachability spans both") {
+  Tensor outer = param({2});
+  Tensor inner = param({2});
+  std::vector<std::string> order;
+  bool outer_reachable = false;
+  inner.register_post_accumulate_grad_hook([&](const Tensor&) {
+    order.push_back("inner");
+    outer_reachable = autograd::is_reachable(outer);
+    autograd::queue_callback([&] { order.push_back("callback"); });
+  });
+  outer.register_post_accumulate_grad_hook([&](const Tensor&) { order.push_back("outer"); });
+  Tensor h = mul(outer, 2.0);
+  Tensor y = nn::checkpoint([&](const Tensor& x) { return mul(x, inner); }, h);
+  sum(y).backward();
+  CHECK(order == std::vector<std::string>{"inner", "outer", "callback"});
+  CHECK(outer_reachable);
+}
+
 TEST_CASE("gradients arrive in reverse order of the forward pass") {
   // Three parameters used one after another; accumulation order must be newest first.
   Tensor p1 = param({2}), p2 = param({2}), p3 = param({2});

@@ -54,6 +54,9 @@ struct TrainConfig {
   CommHookChoice comm_hook;             // allreduce | fp16 | bf16 | powersgd | powersgd:R
   bool find_unused_parameters = false;
   bool sync_batch_norm = false;  // under DDP: BatchNorm layers reduce their batch statistics across ranks
+  // Recompute each GPT block's / ResNet stage's activations in backward (nn/checkpoint.h); DDP then runs with
+  // static_graph. A run-time choice like --threads: not part of the saved config.
+  bool activation_checkpointing = false;
   // Model sizes as comma-separated key=value pairs, e.g. "n_layer=4,n_embd=128" (gpt); empty: the defaults.
   std::string model_config;
   int64_t eval_every = 0;     // steps between held-out evaluations in the progress line (0: only at the end)

@@ -8,6 +8,7 @@
 #include "distributed/comm_state_io.h"
 #include "distributed/host_values.h"
 #include "distributed/sync_batch_norm.h"
+#include "models/activation_checkpointing.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "syncgrad.h"
@@ -59,8 +60,20 @@ void check_combinations(const TrainConfig& c, bool several_processes) {
                  to_string(c.amp),
                  " with --parallel dp: DataParallel's replica threads do not inherit the autocast scope; use "
                  "--parallel ddp (or none)");
+  SYNCGRAD_CHECK(!c.activation_checkpointing || c.parallel != Parallelism::kDataParallel, ValueError,
+                 "--activation-checkpointing with --parallel dp: DataParallel's replicas are built without it; use "
+                 "--parallel ddp (or none)");
   SYNCGRAD_CHECK(!c.sync_batch_norm || several_processes, ValueError,
                  "--sync-batch-norm needs several processes (run under syncgrad-launch with --parallel ddp)");
+}
+
+// --activation-checkpointing: only models with blocks to checkpoint take it.
+void enable_activation_checkpointing(nn::Module& model, const std::string& name) {
+  SYNCGRAD_CHECK(models::supports_activation_checkpointing(model), ValueError,
+                 "--activation-checkpointing: --model ", name, " (", model.type_name(),
+                 ") has no blocks to checkpoint; it applies to --model gpt (each transformer block) and the "
+                 "resnets (each stage)");
+  models::set_activation_checkpointing(model, true);
 }
 
 }  // namespace
@@ -123,6 +136,7 @@ void TrainingRun::restore_comm_state() {
 void TrainingRun::build_model() {
   Generator init_gen(config.seed);
   model = task->make_model(&init_gen);
+  if (config.activation_checkpointing) enable_activation_checkpointing(*model, config.model);
   if (!config.init_from.empty()) load_weights(config.init_from, *model);
   model->to(device);
   optimizer = make_optimizer(config, model->parameters());
@@ -139,6 +153,8 @@ void TrainingRun::wrap_model() {
     distributed::DDPOptions options;
     options.bucket_cap_mb = c.bucket_cap_mb;
     options.find_unused_parameters = c.find_unused_parameters;
+    // Reentrant checkpointing delivers a block's parameter gradients from a nested backward.
+    options.static_graph = c.activation_checkpointing;
     options.comm_hook = make_comm_hook(c.comm_hook);
     ddp = std::make_shared<distributed::DistributedDataParallel>(model, job.group(), options);
   }
