@@ -5,9 +5,12 @@
 // prefix; load_model_state() also accepts state saved with one.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "distributed/ddp_logging.h"
 
 #include "distributed/init.h"
 #include "distributed/reducer.h"
@@ -45,6 +48,9 @@ class DistributedDataParallel : public nn::Module {
 
   void register_comm_hook(std::shared_ptr<CommHook> hook) { reducer_->set_comm_hook(std::move(hook)); }
   const DDPStats& last_stats() const { return reducer_->last_stats(); }
+  // The set-up and the averages of the last steps (at most Reducer::kRecentSteps), like PyTorch's
+  // _get_ddp_logging_data() (distributed/ddp_logging.h).
+  DDPLoggingData logging_data() const;
   std::vector<std::vector<std::string>> bucket_names() const { return reducer_->bucket_names(); }
   // Synchronised backward passes so far (no_sync backwards do not count).
   int64_t synced_steps() const { return reducer_->iteration(); }
@@ -63,6 +69,7 @@ class DistributedDataParallel : public nn::Module {
   std::shared_ptr<ProcessGroup> group_;
   DDPOptions options_;
   std::shared_ptr<Reducer> reducer_;
+  std::deque<double> recent_forward_seconds_;  // the last Reducer::kRecentSteps training forwards
 };
 
 // Loads `state` into `model`, first removing a "module." prefix that every key carries (state saved from a

@@ -37,15 +37,15 @@ constexpr size_t kMarkersUpTo = 30;  // series with at most this many points sho
 
 const std::vector<Metric>& metrics() {
   static const std::vector<Metric> all = {
-      {"loss", "training loss (dashed: held-out)", "loss",
+      {"loss", "training loss", "loss",
        {{"loss"}, {"eval_loss", "eval", " validation", true, false}}, false},
       {"accuracy", "held-out accuracy", "test accuracy (%)", {{"eval_accuracy", "eval", "", false, true, 100}},
        false},
       {"throughput", "throughput", "samples/s (all ranks)", {{"samples_per_second"}}, true},
-      {"communication", "DDP gradient communication per step (dashed: exposed)", "ms per step",
+      {"communication", "DDP gradient communication per step", "ms per step",
        {{"comm_ms_per_step", "train", " total"}, {"exposed_comm_ms_per_step", "train", " exposed", true}}, true},
       {"mfu", "model FLOPs utilisation", "MFU (%)", {{"mfu_percent"}}, true},
-      {"memory", "peak memory (dashed: process RSS)", "MiB",
+      {"memory", "peak memory", "MiB",
        {{"peak_memory_mib", "train", " tensors"}, {"peak_rss_mib", "train", " RSS", true}}, true},
   };
   return all;
@@ -138,6 +138,12 @@ PlotSpec metrics_plot(const std::string& name, const std::vector<LabelledLog>& r
     }
     if (!drawn) notes.push_back(metric.name + ": " + run.label + " (" + run.log.path + ") has no " +
                                 metric.curves.front().column + " values; left out");
+  }
+  // The dashed curves' meaning, when there are some: "(dashed: validation)", "(dashed: exposed)".
+  const auto dashed = std::find_if(metric.curves.begin(), metric.curves.end(), [](const Curve& c) { return c.dashed; });
+  if (dashed != metric.curves.end() &&
+      std::any_of(spec.series.begin(), spec.series.end(), [](const Series& s) { return s.dashed; })) {
+    spec.title += " (dashed:" + dashed->suffix + ")";
   }
   SYNCGRAD_CHECK(!spec.series.empty(), ValueError, "--metric ", metric.name, ": none of the logs has ",
                  metric.curves.front().column, " values",

@@ -64,6 +64,7 @@ TrainSummary summarize(TrainingRun& run, ProgressReport& progress, Allocator& te
   summary.peak_tensor_bytes = tensor_memory.stats().peak_allocated_bytes;
   summary.device = run.device;
   summary.peak_rss_kib = peak_rss_kib();
+  if (run.ddp) summary.ddp_logging = run.ddp->logging_data();
   return summary;
 }
 
