@@ -113,8 +113,8 @@ TEST_CASE("metrics logs: malformed lines, mixed formats and missing files are er
                           {"b.jsonl:2:", "not valid JSON"});
   check_error<ValueError>([&] { plot::parse_metrics("b.jsonl", "{\"step\":1,\"loss\":\"low\"}\n"); },
                           {"b.jsonl:1:", "loss", "not a number"});
-  std::string bad = csv_row(train_row(10, 1));
-  bad.replace(bad.find(",1,"), 3, ",x,");  // the loss cell
+  std::string bad = csv_row(train_row(10, 1.25));
+  bad.replace(bad.find(",1.25,"), 6, ",x,");  // the loss cell
   check_error<ValueError>([&] { plot::parse_metrics("c.csv", h + "\n" + bad + "\n"); },
                           {"c.csv:2:", "column loss", "\"x\" is not a number"});
   check_error<ValueError>([&] { plot::parse_metrics("d.csv", "time,value\n1,2\n"); }, {"d.csv:1:", "no \"step\""});
@@ -134,7 +134,9 @@ TEST_CASE("metrics_plot: one series per run and curve, the legend's labels, axis
   CHECK(svg.find(">world 1</text>") != std::string::npos);
   CHECK(svg.find(">world 2 &amp; DDP</text>") != std::string::npos);  // escaped
   CHECK(svg.find(">optimizer step</text>") != std::string::npos);
-  CHECK(svg.find(">1.5</text>") != std::string::npos);  // a 0.5 tick step over losses 1.5 .. 2.2
+  CHECK(svg.find(">1.6</text>") != std::string::npos);  // 0.2 tick steps over losses 1.5 .. 2.2
+  CHECK(loss.y_min == doctest::Approx(1.4));
+  CHECK(loss.y_max == doctest::Approx(2.2));
   CHECK(loss.x_min == 0);
   CHECK(loss.x_max == 20);
 

@@ -12,6 +12,7 @@ if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>
   echo "skipped: Fashion-MNIST is not installed"; exit 77
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails_with() { [ "$1" -ne 0 ] && grep -q -- "$2" <<<"$3"; }  # status, pattern, output
 run=(--model mlp --workers 1 --max-steps 20 --log-every 5 --eval-every 10)
 
 out=$("$train" "${run[@]}" --log-file "$tmp/w1.csv" 2>&1); status=$?
@@ -35,8 +36,8 @@ check "syncgrad-plot succeeds" test $status -eq 0
 for metric in loss accuracy throughput communication mfu memory; do
   check "it wrote $metric.svg" test -s "$tmp/plots/$metric.svg"
 done
-check "both runs are in the loss picture's legend" \
-  bash -c "grep -q '>world 1</text>' '$tmp/plots/loss.svg' && grep -q '>world 2 (DDP)</text>' '$tmp/plots/loss.svg'"
+check "the loss picture's legend names the single-process run" grep -q '>world 1</text>' "$tmp/plots/loss.svg"
+check "and the DDP run" grep -q '>world 2 (DDP)</text>' "$tmp/plots/loss.svg"
 check "the loss picture has one line per run" test "$(grep -c '<polyline' "$tmp/plots/loss.svg")" -eq 2
 check "communication: the DDP run only, total and exposed" \
   test "$(grep -c '<polyline' "$tmp/plots/communication.svg")" -eq 2
@@ -52,14 +53,14 @@ check "--out FILE.svg with --metric writes that file" test $status -eq 0 -a -s "
 check "its legend names the run by its file name" grep -q '>w1</text>' "$tmp/one.svg"
 
 out=$("$plot" --out "$tmp/p" "$tmp/missing.csv" 2>&1); status=$?
-check "a missing log fails naming it" bash -c "[ $status -ne 0 ] && grep -q 'missing.csv: cannot read' <<<'$out'"
+check "a missing log fails naming it" fails_with $status "missing.csv: cannot read" "$out"
 cp "$tmp/w1.csv" "$tmp/bad.csv"; echo "25,1,oops" >>"$tmp/bad.csv"
 out=$("$plot" --out "$tmp/p" "$tmp/bad.csv" 2>&1); status=$?
-check "a malformed line fails naming file:line" bash -c "[ $status -ne 0 ] && grep -q 'bad.csv:8: 3 cells' <<<'$out'"
+check "a malformed line fails naming file:line" fails_with $status "bad.csv:8: 3 cells" "$out"
 out=$("$plot" --out "$tmp/x.svg" "$tmp/w1.csv" 2>&1); status=$?
-check "--out FILE.svg without --metric is refused" bash -c "[ $status -ne 0 ] && grep -q -- '--metric' <<<'$out'"
+check "--out FILE.svg without --metric is refused" fails_with $status "is one file: choose the one metric" "$out"
 out=$("$plot" --metric communication --out "$tmp/p" "$tmp/w1.csv" 2>&1); status=$?
-check "a metric no log has fails saying so" bash -c "[ $status -ne 0 ] && grep -q 'none of the logs' <<<'$out'"
+check "a metric no log has fails saying so" fails_with $status "none of the logs" "$out"
 out=$("$plot" --label nolabel "$tmp/w1.csv" 2>&1); status=$?
-check "a --label without = is refused" bash -c "[ $status -ne 0 ] && grep -q 'NAME=PATH' <<<'$out'"
+check "a --label without = is refused" fails_with $status "use NAME=PATH" "$out"
 finish
