@@ -20,6 +20,12 @@ std::string list(const std::vector<T>& values) {
   return text + "]";
 }
 
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 std::string ms(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3f ms", 1e3 * seconds);
@@ -38,8 +44,8 @@ std::string to_string(const DDPLoggingData& d) {
   line("rank", std::to_string(d.rank));
   line("backend", d.backend);
   line("module_name", d.module_name);
-  line("bucket_cap_mb", std::to_string(d.bucket_cap_mb));
-  line("first_bucket_mb", std::to_string(d.first_bucket_mb));
+  line("bucket_cap_mb", number(d.bucket_cap_mb));
+  line("first_bucket_mb", number(d.first_bucket_mb));
   line("find_unused_parameters", yes(d.find_unused_parameters));
   line("gradient_as_bucket_view", yes(d.gradient_as_bucket_view));
   line("broadcast_buffers", yes(d.broadcast_buffers));
