@@ -134,10 +134,6 @@ void ProgressReport::report(TrainingRun& run, int epoch, bool evaluate_now) {
     std::snprintf(text, sizeof text, "  MFU %.1f%%", *mfu);
     line += text;
   }
-  if (run.rank == 0) {
-    const std::string extra = run.task->progress_fields(*run.model, w.rate);
-    if (!extra.empty()) line += "  " + extra;
-  }
   last_epoch_ = epoch + 1;
   if (run.log) run.log->write(train_row(run, epoch, loss, w));
   if (evaluate_now) line += "  " + evaluate_and_log(run, epoch).text;

@@ -1,6 +1,6 @@
 // A run's progress: every --log-every steps, at the last planned step and at each --eval-every evaluation, rank 0
 // prints one line (epoch, step, loss, examples per second of all ranks in the task's unit, data-wait share,
-// DDP's exposed communication, the --amp state, the task's fields, the evaluation, ETA) and appends the step's
+// DDP's exposed communication, the --amp state, the MFU, the evaluation, ETA) and appends the step's
 // metrics to --log-file (tools/train/metrics_log.h: a "train" row, and an "eval" row after each evaluation,
 // the final one included). Rates are those of the window since the previous line; time spent evaluating is
 // left out of the run's throughput.
