@@ -3,12 +3,14 @@
 //   build/tools/syncgrad-launch --nproc-per-node 2 build/bench/syncgrad-bench ddp --model cnn --steps 40
 // Options: --model mlp|cnn, --steps N (timed, after 5 warm-up steps), --batch B (per rank, 64),
 // --bucket-cap-mb X (25), --first-bucket-mb X (1), --no-overlap (launch every bucket at the end of backward),
-// --no-step-check (skip DDP's per-step agreement allgather), --comm-hook NAME.
+// --no-step-check (skip DDP's per-step agreement allgather), --comm-hook NAME, --join (train inside
+// DistributedDataParallel::join: every rank runs the same steps, so this measures the guard's per-forward round).
 // Rank 0 prints one line: model, world, samples/s (all ranks), ms/step, comm ms/step, exposed comm share.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "tools/cli_checks.h"
@@ -28,7 +30,7 @@ int bench_ddp_main(int argc, char** argv) {
   int steps = 40;
   int64_t batch = 64;
   double bucket_cap_mb = 25, first_bucket_mb = 1;
-  bool no_overlap = false, no_step_check = false;
+  bool no_overlap = false, no_step_check = false, use_join = false;
   CLI::App app{"syncgrad-bench ddp: DDP training throughput (run under syncgrad-launch)"};
   app.add_option("--model", model_name, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
   app.add_option("--steps", steps, "timed steps after 5 warm-up steps")->check(cli::at_least(1));
@@ -38,6 +40,7 @@ int bench_ddp_main(int argc, char** argv) {
   app.add_option("--comm-hook", hook, "allreduce, fp16, bf16, powersgd or powersgd:R");
   app.add_flag("--no-overlap", no_overlap, "launch every bucket at the end of backward");
   app.add_flag("--no-step-check", no_step_check, "skip DDP's per-step agreement allgather");
+  app.add_flag("--join", use_join, "train inside ddp.join() (one small allgather per forward)");
   CLI11_PARSE(app, argc, argv);
   try {
     const bool overlap = !no_overlap, step_check = !no_step_check;
@@ -61,6 +64,8 @@ int bench_ddp_main(int argc, char** argv) {
     double comm = 0, exposed = 0;
     std::chrono::steady_clock::time_point start;
     const int warmup = 5;
+    std::optional<Join> join;
+    if (use_join) join.emplace(ddp);
     for (int step = 0; step < warmup + steps; ++step) {
       if (step == warmup) {
         group->barrier()->wait();
@@ -74,12 +79,13 @@ int bench_ddp_main(int argc, char** argv) {
         exposed += ddp.last_stats().exposed_seconds;
       }
     }
+    if (join) join->finish();
     group->barrier()->wait();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (rank == 0) {
-      std::printf("model %s world %d threads %d bucket_cap_mb %g overlap %d hook %s: samples/s %.0f ms/step %.2f "
+      std::printf("model %s world %d threads %d bucket_cap_mb %g overlap %d hook %s join %d: samples/s %.0f ms/step %.2f "
                   "comm_ms/step %.2f exposed_comm %.1f%%\n",
-                  model_name.c_str(), world, get_num_threads(), bucket_cap_mb, overlap ? 1 : 0, hook.c_str(),
+                  model_name.c_str(), world, get_num_threads(), bucket_cap_mb, overlap ? 1 : 0, hook.c_str(), use_join ? 1 : 0,
                   steps * batch * world / seconds, 1e3 * seconds / steps, 1e3 * comm / steps,
                   100.0 * exposed / seconds);
     }

@@ -38,6 +38,10 @@ class CommHook {
   // of this dtype on this device. DistributedDataParallel calls it for every bucket at construction and in
   // register_comm_hook. Every dtype and device is accepted by default.
   virtual void check_bucket(DType dtype, const Device& device) const {}
+  // Throws ValueError naming the hook when it cannot run under DistributedDataParallel::join(), where a rank
+  // that ran out of inputs sends zero buckets through it and must add nothing to the others' gradients.
+  // Accepted by default: a zero bucket adds nothing to a sum.
+  virtual void check_join() const {}
   // This rank's state that an exact continuation needs, under names that do not depend on how parameters are
   // bucketed (PowerSGD: "param<i>.error" and "param<i>.q" per compressed parameter i); empty for a stateless
   // hook. Host tensors, copies.

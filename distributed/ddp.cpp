@@ -38,9 +38,9 @@ Settings describe(const nn::Module& module, const DDPOptions& options, const Com
   return settings;
 }
 
-void broadcast_all(ProcessGroup& group, const nn::StateDict& tensors) {
+void broadcast_all(ProcessGroup& group, const nn::StateDict& tensors, int root = 0) {
   std::vector<std::shared_ptr<Work>> works;
-  for (const auto& [name, t] : tensors) works.push_back(group.broadcast(t, 0));
+  for (const auto& [name, t] : tensors) works.push_back(group.broadcast(t, root));
   for (auto& work : works) work->wait();
 }
 
@@ -80,22 +80,42 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module, DDPOptions options)
     : DistributedDataParallel(std::move(module), default_group_ptr(), std::move(options)) {}
 
-void DistributedDataParallel::broadcast_buffers() {
+void DistributedDataParallel::broadcast_buffers() { broadcast_buffers_from(0); }
+
+void DistributedDataParallel::broadcast_buffers_from(int root) {
   NoGradGuard no_grad;
-  broadcast_all(*group_, module_->named_buffers());
+  broadcast_all(*group_, module_->named_buffers(), root);
+}
+
+void DistributedDataParallel::before_forward() {
+  const Join::Forward forward{.counted = is_training() && autograd::GradMode::is_enabled(),
+                              .broadcasts = options_.broadcast_buffers && group_->size() > 1 && is_training(),
+                              .syncs = reducer_->sync()};
+  const int buffer_source = join_ ? join_->notify_forward(forward) : 0;
+  if (forward.broadcasts) broadcast_buffers_from(buffer_source);
+  if (forward.counted) reducer_->note_forward();
 }
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
   const auto start = std::chrono::steady_clock::now();
-  if (options_.broadcast_buffers && group_->size() > 1 && is_training()) broadcast_buffers();
-  const bool training = is_training() && autograd::GradMode::is_enabled();
-  if (training) reducer_->note_forward();
+  before_forward();
   Tensor output = module_->forward(input);
-  if (training) {
-    recent_forward_seconds_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (recent_forward_seconds_.size() > Reducer::kRecentSteps) recent_forward_seconds_.pop_front();
-  }
+  record_forward_time(start);
   return output;
+}
+
+Tensor DistributedDataParallel::forward_many(const std::vector<Tensor>& inputs) {
+  const auto start = std::chrono::steady_clock::now();
+  before_forward();
+  Tensor output = module_->forward_many(inputs);
+  record_forward_time(start);
+  return output;
+}
+
+void DistributedDataParallel::record_forward_time(std::chrono::steady_clock::time_point start) {
+  if (!is_training() || !autograd::GradMode::is_enabled()) return;
+  recent_forward_seconds_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (recent_forward_seconds_.size() > Reducer::kRecentSteps) recent_forward_seconds_.pop_front();
 }
 
 DDPLoggingData DistributedDataParallel::logging_data() const {

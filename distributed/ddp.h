@@ -5,13 +5,14 @@
 // prefix; load_model_state() also accepts state saved with one.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "distributed/ddp_join.h"
 #include "distributed/ddp_logging.h"
-
 #include "distributed/init.h"
 #include "distributed/reducer.h"
 #include "nn/module.h"
@@ -27,6 +28,11 @@ class DistributedDataParallel : public nn::Module {
 
   // Broadcasts rank 0's buffers first when broadcast_buffers (and training), then runs the model.
   Tensor forward(const Tensor& input) override;
+  // The same for a model with several inputs (its forward_many), e.g. ddp({tokens, mask}).
+  Tensor forward_many(const std::vector<Tensor>& inputs) override;
+
+  // The guard for ranks with different numbers of batches (see ddp_join.h): auto join = ddp.join();
+  [[nodiscard]] Join join(JoinOptions options = {}) { return Join(*this, options); }
 
   const std::shared_ptr<nn::Module>& module() const { return module_; }
   ProcessGroup& process_group() const { return *group_; }
@@ -65,11 +71,19 @@ class DistributedDataParallel : public nn::Module {
   void broadcast_buffers();
 
  private:
+  friend class Join;
+  // The buffer broadcast, the join round and the step count of a forward.
+  void before_forward();
+  // Keeps a training forward's time for logging_data().
+  void record_forward_time(std::chrono::steady_clock::time_point start);
+  void broadcast_buffers_from(int root);
+
   std::shared_ptr<nn::Module> module_;
   std::shared_ptr<ProcessGroup> group_;
   DDPOptions options_;
   std::shared_ptr<Reducer> reducer_;
   std::deque<double> recent_forward_seconds_;  // the last Reducer::kRecentSteps training forwards
+  Join* join_ = nullptr;  // the join guard this model is in
 };
 
 // Loads `state` into `model`, first removing a "module." prefix that every key carries (state saved from a

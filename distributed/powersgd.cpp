@@ -87,6 +87,14 @@ class PowerSGDHook : public CommHook {
     }
   }
 
+  // A joined rank's zero bucket would still carry its error-feedback memory, and the error it keeps assumes every
+  // rank's gradient is divided by the group's size.
+  void check_join() const override {
+    throw ValueError("comm hook " + name() + " cannot run under DistributedDataParallel::join(): a rank that ran "
+                     "out of inputs would still send its error-feedback memory with its zero gradients. Use the "
+                     "allreduce, fp16 or bf16 hook with join(), or give every rank the same number of batches");
+  }
+
   std::shared_ptr<Work> launch(ProcessGroup& group, GradBucket& bucket) override {
     BucketState& s = states_[bucket.index];
     const bool compress = bucket.iteration >= options_.start_iteration;

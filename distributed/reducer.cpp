@@ -116,7 +116,7 @@ void Reducer::on_gradient_ready(size_t index) {
   mark_ready(index, true);
 }
 
-void Reducer::begin_backward() {
+void Reducer::reset_for_backward() {
   in_backward_ = true;
   backward_start_ = std::chrono::steady_clock::now();
   ready_.assign(params_.size(), 0);
@@ -126,6 +126,10 @@ void Reducer::begin_backward() {
     bucket.pending = bucket.params.size();
     bucket.work.reset();
   }
+}
+
+void Reducer::begin_backward() {
+  reset_for_backward();
   std::weak_ptr<Reducer> weak = weak_from_this();
   autograd::queue_callback([weak] {
     if (auto self = weak.lock()) self->finish_backward();
@@ -139,6 +143,21 @@ void Reducer::begin_backward() {
   }
 }
 
+void Reducer::set_gradient_divisor(int64_t divisor) {
+  SYNCGRAD_CHECK(divisor >= 1, ValueError, "DistributedDataParallel: the gradient divisor must be >= 1, got ",
+                 divisor);
+  divisor_ = divisor;
+}
+
+void Reducer::shadow_backward() {
+  SYNCGRAD_CHECK(!in_backward_, DistributedError,
+                 "DistributedDataParallel: a joined rank cannot shadow a backward during its own backward");
+  reset_for_backward();
+  launch_step_check();
+  for (size_t i = params_.size(); i-- > 0;) mark_ready(i, false);
+  finish_backward(true);
+}
+
 void Reducer::mark_ready(size_t index, bool used) {
   NoGradGuard no_grad;
   Bucket& bucket = buckets_[bucket_of_[index]];
@@ -146,7 +165,7 @@ void Reducer::mark_ready(size_t index, bool used) {
   if (used) {
     const Tensor grad = params_[index].second.grad();
     if (grad.data_ptr() != view.data_ptr()) raw::copy_(view, grad);
-    raw::mul_(view, Scalar(1.0 / group_->size()));
+    raw::mul_(view, Scalar(1.0 / static_cast<double>(divisor_ > 0 ? divisor_ : group_->size())));
   } else {
     raw::fill_(view, Scalar(0.0));
   }
@@ -165,7 +184,7 @@ void Reducer::launch_full_buckets() {
   }
 }
 
-void Reducer::finish_backward() {
+void Reducer::finish_backward(bool shadow) {
   const double compute_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - backward_start_).count();
   // Parameters that never got a gradient still send zeros, so no other rank waits for a bucket forever.
@@ -193,7 +212,8 @@ void Reducer::finish_backward() {
   } catch (const TimeoutError& e) {
     throw TimeoutError("DistributedDataParallel step " + std::to_string(iteration_) + ": " + e.what() +
                        ". If a rank ran fewer steps, give every rank the same number of batches "
-                       "(DistributedSampler pads the shards to equal length)");
+                       "(DistributedSampler pads the shards to equal length), or train inside "
+                       "DistributedDataParallel::join()");
   } catch (const PeerError& e) {
     throw PeerError("DistributedDataParallel step " + std::to_string(iteration_) + ": " + e.what());
   }
@@ -210,7 +230,7 @@ void Reducer::finish_backward() {
 
   std::vector<char> globally_used(params_.size(), 1);
   for (size_t i = 0; i < used_flags.size(); ++i) globally_used[i] = used_flags[i] != 0;
-  write_back(globally_used);
+  if (!shadow) write_back(globally_used);
   ++iteration_;
   if (!rebuilt_) rebuild_in_ready_order();
 
@@ -271,7 +291,8 @@ void Reducer::verify_step_check() {
   } catch (const PeerError& e) {
     throw PeerError("DistributedDataParallel step " + std::to_string(iteration_) + ": " + e.what() +
                     ". If that rank finished normally it ran fewer steps than this one: give every rank the same "
-                    "number of batches (DistributedSampler pads the shards to equal length)");
+                    "number of batches (DistributedSampler pads the shards to equal length), or train inside "
+                    "DistributedDataParallel::join()");
   }
   const std::vector<int64_t>& mine = step_check_mine_;
   std::string steps;

@@ -84,6 +84,14 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   // Rebuilds the buckets in `order` (a permutation of the parameter indices) as the rebuild after the first
   // backward would; no rebuild follows. Not during backward. ValueError when `order` is not a permutation.
   void adopt_rebuilt_order(const std::vector<int64_t>& order);
+  // What each rank's gradient is divided by before the buckets are summed: the group's size unless set
+  // (DistributedDataParallel::join with divide_by_initial_world_size = false sets the ranks still training).
+  // ValueError unless divisor >= 1.
+  void set_gradient_divisor(int64_t divisor);
+  // A rank that ran out of inputs under DistributedDataParallel::join takes its part in a synchronised
+  // backward it does not run: the step check, every bucket (zeros, through the comm hook, in bucket order),
+  // the used-parameter flags and the one-time rebuild, as a real backward would; its gradients are left alone.
+  void shadow_backward();
 
   Reducer(std::vector<std::pair<std::string, Tensor>> params, std::shared_ptr<ProcessGroup> group,
           DDPOptions options);
@@ -101,9 +109,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   const Tensor& view_of(size_t index) const { return buckets_[bucket_of_[index]].grad.gradients[slot_of_[index]]; }
   void on_gradient_ready(size_t index);
   void begin_backward();
+  void reset_for_backward();
   void mark_ready(size_t index, bool used);
   void launch_full_buckets();
-  void finish_backward();
+  void finish_backward(bool shadow = false);
   void write_back(const std::vector<char>& globally_used);
   void rebuild_in_ready_order();
   void rebuild(const std::vector<size_t>& order);
@@ -124,6 +133,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   bool in_backward_ = false;
   bool rebuilt_ = false;
   int64_t iteration_ = 0;
+  int64_t divisor_ = 0;  // 0: the group's size
   size_t next_launch_ = 0;
   std::vector<char> ready_;
   std::vector<char> used_;

@@ -19,6 +19,12 @@ Tensor Module::forward(const Tensor&) {
               "(e.g. a loss module's forward(input, target), or the layers of a ModuleList)");
 }
 
+Tensor Module::forward_many(const std::vector<Tensor>& inputs) {
+  SYNCGRAD_CHECK(inputs.size() == 1, ValueError, type_name_, ".forward_many: this module takes one input, got ",
+                 inputs.size(), "; pass one tensor, or override forward_many in a module that takes several");
+  return forward(inputs[0]);
+}
+
 void Module::check_new_name(const std::string& name, const char* what) const {
   std::string op = type_name_ + ".register_" + what;
   SYNCGRAD_CHECK(!name.empty() && name.find('.') == std::string::npos, ValueError, op, ": invalid name \"", name,

@@ -32,6 +32,11 @@ class Module : public std::enable_shared_from_this<Module> {
   // The default throws Error naming the type: modules without a single-input forward (ModuleList, losses).
   virtual Tensor forward(const Tensor& input);
   Tensor operator()(const Tensor& input) { return forward(input); }
+  // A forward with several inputs (tokens and a mask, two towers, ...), e.g. model({tokens, mask}). The default
+  // takes exactly one input and runs forward(input) (so wrappers such as DistributedDataParallel pass any model
+  // on); a module with several inputs overrides it. Error naming the type and the count otherwise.
+  virtual Tensor forward_many(const std::vector<Tensor>& inputs);
+  Tensor operator()(const std::vector<Tensor>& inputs) { return forward_many(inputs); }
 
   // Registers `t` as a leaf parameter (history detached) and returns the registered handle; names must be
   // non-empty, without '.', and unique among this module's parameters, buffers and children.

@@ -2,8 +2,9 @@
 # Two "nodes" on one machine for the multi-node launcher tests (sourced after common.sh): network namespaces
 # $ns0 and $ns1 joined by a veth pair, with 10.231.N.1 (node 0) and 10.231.N.2 (node 1) that exist only inside
 # them (N: the caller's subnet, so that tests may share the machine). Skips the test (77) without root or
-# iproute2. netns_cleanup removes them; the caller's EXIT trap must call it.
-# Usage: setup_two_nodes SUBNET
+# iproute2. netns_cleanup removes them; the caller's EXIT trap must call it. start_two_node_test does it all for
+# a test: a temporary directory $tmp, a list $pids of processes to kill at the end, the trap and the check.
+# Usage: setup_two_nodes SUBNET    or    start_two_node_test SUBNET
 setup_two_nodes() {
   if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then echo "skipped: needs root and iproute2"; exit 77; fi
   ns0=sg-mn-$$-0
@@ -27,4 +28,17 @@ netns_cleanup() {
   ip netns del "$ns0" 2>/dev/null
   ip netns del "$ns1" 2>/dev/null
   ip link del "$veth0" 2>/dev/null
+}
+two_node_test_cleanup() {
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+  netns_cleanup
+  rm -rf "$tmp"
+}
+start_two_node_test() {
+  tmp=$(mktemp -d)
+  pids=()
+  trap two_node_test_cleanup EXIT
+  trap 'exit 1' INT TERM
+  setup_two_nodes "$1"
+  check "namespaces and veth pair set up" test $? -eq 0
 }

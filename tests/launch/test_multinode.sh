@@ -9,17 +9,7 @@ launch=$(realpath "$1")
 program=$(realpath "$2")
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/netns.sh"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-  netns_cleanup
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-setup_two_nodes 0
-check "namespaces and veth pair set up" test $? -eq 0
+start_two_node_test 0
 
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 node() {  # node RANK: this node's launcher, in its namespace

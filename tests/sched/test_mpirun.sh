@@ -8,9 +8,7 @@ set -u
 launch=$(realpath "$1"); train=$(realpath "$2")
 . "$(dirname "$0")/../launch/common.sh"
 command -v mpirun >/dev/null || { echo "skipped: mpirun is not installed (scripts/setup-schedulers.sh installs openmpi-bin)"; exit 77; }
-if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>&1 && [ -z "${SYNCGRAD_DATA_DIR:-}" ]; then
-  echo "skipped: Fashion-MNIST is not installed"; exit 77
-fi
+require_fashion_mnist
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 args=(--model mlp --workers 1 --max-steps 30 --log-every 10)
 root_flag=()

@@ -8,9 +8,7 @@
 set -u
 launch=$(realpath "$1"); train=$(realpath "$2")
 . "$(dirname "$0")/slurm_cluster.sh"
-if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>&1 && [ -z "${SYNCGRAD_DATA_DIR:-}" ]; then
-  echo "skipped: Fashion-MNIST is not installed"; exit 77
-fi
+require_fashion_mnist
 slurm_cluster_start 2
 nodes=$slurm_node_count
 work=$slurm_dir/work

@@ -8,10 +8,7 @@
 set -u
 launch="$1"; train="$2"
 . "$(dirname "$0")/../check.sh"
-if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>&1 &&
-  [ -z "${SYNCGRAD_DATA_DIR:-}" ]; then
-  echo "SKIP: Fashion-MNIST is not installed"; exit 77
-fi
+require_fashion_mnist
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 margins="$(dirname "$0")/accuracy_margins.h"
 # margin MODEL: how many points worse than float32 a mode may be (3 sqrt(2) x the seed sd, as amp_margin_points).

@@ -5,9 +5,7 @@
 set -u
 bin="$1"
 . "$(dirname "$0")/../check.sh"
-if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>&1 && [ -z "${SYNCGRAD_DATA_DIR:-}" ]; then
-  echo "SKIP: Fashion-MNIST is not installed"; exit 77
-fi
+require_fashion_mnist
 tmp=$(mktemp -d)
 first=""
 cleanup() { if [ -n "$first" ]; then kill -KILL "$first" 2>/dev/null; fi; rm -rf "$tmp"; }

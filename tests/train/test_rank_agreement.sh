@@ -10,9 +10,7 @@
 set -u
 launch="$1"; train="$2"
 . "$(dirname "$0")/../check.sh"
-if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>&1 && [ -z "${SYNCGRAD_DATA_DIR:-}" ]; then
-  echo "SKIP: Fashion-MNIST is not installed"; exit 77
-fi
+require_fashion_mnist
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 lacks() { ! grep -qF -- "$1" "$2"; }
