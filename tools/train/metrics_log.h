@@ -24,7 +24,8 @@ struct MetricsRow {
   int64_t step = 0;            // optimizer steps so far
   int epoch = 0;               // 1-based
   double elapsed_seconds = 0;  // since the start of the run (this process's)
-  // The window since the previous progress line ("train" rows):
+  // "train" rows: the last micro-batch's loss, the last step's lr, then rates over the window since the
+  // previous progress line.
   std::optional<double> loss, lr;
   std::optional<double> samples_per_second, tokens_per_second;  // all ranks; tokens for a text task only
   std::optional<double> data_wait_percent;                      // of the window spent waiting for batches
