@@ -163,6 +163,7 @@ ours() {  # ours MODEL BATCH WARMUP STEPS
   peak=$(sed -En 's/.*peak (tensor|cuda:[0-9]+) memory ([0-9.]+) MiB.*/\2/p' "$work/ours.out" | tail -n 1)
   awk -F, -v warmup="$warmup" -v last=$((warmup + steps)) -v samples=$((batch * ${units:-1})) -v peak="${peak:--}" '
     NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
+    $col["kind"] == "eval" { next }
     $col["step"] == warmup { start = $col["elapsed_seconds"] }
     $col["step"] > warmup { wait += $col["data_wait_percent"]; ++windows }
     $col["step"] == last { end = $col["elapsed_seconds"] }

@@ -37,6 +37,7 @@ ours() {  # images/s over steps warmup+1 .. warmup+steps, from the elapsed times
       --log-file "$data/log.csv" >/dev/null
   awk -F, -v warmup="$warmup" -v last=$((warmup + steps)) -v batch="$batch" '
     NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
+    $col["kind"] == "eval" { next }
     $col["step"] == warmup { start = $col["elapsed_seconds"] }
     $col["step"] == last { printf "%.1f\n", (last - warmup) * batch / ($col["elapsed_seconds"] - start) }' \
     "$data/log.csv"

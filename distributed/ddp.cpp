@@ -1,7 +1,9 @@
-// DistributedDataParallel: the construction checks and broadcasts, forward with buffer broadcast, and
-// the communication state of a checkpoint, and load_model_state's "module." prefix handling.
+// DistributedDataParallel: the construction checks and broadcasts, forward with buffer broadcast (timed for
+// logging_data()), the communication state of a checkpoint, and load_model_state's "module." prefix handling.
 #include "distributed/ddp.h"
 
+#include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "autograd/grad_mode.h"
@@ -95,13 +97,69 @@ void DistributedDataParallel::before_forward() {
 }
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
+  const auto start = std::chrono::steady_clock::now();
   before_forward();
-  return module_->forward(input);
+  Tensor output = module_->forward(input);
+  record_forward_time(start);
+  return output;
 }
 
 Tensor DistributedDataParallel::forward_many(const std::vector<Tensor>& inputs) {
+  const auto start = std::chrono::steady_clock::now();
   before_forward();
-  return module_->forward_many(inputs);
+  Tensor output = module_->forward_many(inputs);
+  record_forward_time(start);
+  return output;
+}
+
+void DistributedDataParallel::record_forward_time(std::chrono::steady_clock::time_point start) {
+  if (!is_training() || !autograd::GradMode::is_enabled()) return;
+  recent_forward_seconds_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (recent_forward_seconds_.size() > Reducer::kRecentSteps) recent_forward_seconds_.pop_front();
+}
+
+DDPLoggingData DistributedDataParallel::logging_data() const {
+  DDPLoggingData d;
+  d.world_size = group_->size();
+  d.rank = group_->rank();
+  d.backend = group_->backend_name();
+  d.module_name = module_->type_name();
+  d.bucket_cap_mb = options_.bucket_cap_mb;
+  d.first_bucket_mb = options_.first_bucket_mb;
+  d.find_unused_parameters = options_.find_unused_parameters;
+  d.gradient_as_bucket_view = options_.gradient_as_bucket_view;
+  d.broadcast_buffers = options_.broadcast_buffers;
+  d.overlap = options_.overlap;
+  d.comm_hook = reducer_->comm_hook()->name();
+  for (const auto& [name, p] : module_->named_parameters()) {
+    if (!p.requires_grad()) continue;
+    ++d.num_parameter_tensors;
+    d.total_parameter_bytes += static_cast<int64_t>(p.nbytes());
+  }
+  d.bucket_sizes_bytes = reducer_->bucket_bytes();
+  for (const auto& names : reducer_->bucket_names()) d.bucket_parameter_counts.push_back(names.size());
+  d.buckets_rebuilt = !reducer_->rebuilt_order().empty();
+  d.unused_parameters = reducer_->unused_in_last_backward();
+  d.iterations = reducer_->iteration();
+  for (const DDPStats& step : reducer_->recent_stats()) {
+    d.avg_backward_compute_seconds += step.backward_compute_seconds;
+    d.avg_comm_seconds += step.comm_seconds;
+    d.avg_exposed_comm_seconds += step.exposed_seconds;
+  }
+  d.averaged_steps = static_cast<int64_t>(reducer_->recent_stats().size());
+  if (d.averaged_steps > 0) {
+    const auto n = static_cast<double>(d.averaged_steps);
+    d.avg_backward_compute_seconds /= n;
+    d.avg_comm_seconds /= n;
+    d.avg_exposed_comm_seconds /= n;
+  }
+  for (double seconds : recent_forward_seconds_) d.avg_forward_seconds += seconds;
+  d.averaged_forwards = static_cast<int64_t>(recent_forward_seconds_.size());
+  if (d.averaged_forwards > 0) d.avg_forward_seconds /= static_cast<double>(d.averaged_forwards);
+  if (d.avg_comm_seconds > 0) {
+    d.comm_overlap_ratio = 1.0 - std::min(1.0, d.avg_exposed_comm_seconds / d.avg_comm_seconds);
+  }
+  return d;
 }
 
 std::vector<std::pair<std::string, Tensor>> DistributedDataParallel::comm_state() const {

@@ -5,11 +5,14 @@
 // prefix; load_model_state() also accepts state saved with one.
 #pragma once
 
+#include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "distributed/ddp_join.h"
+#include "distributed/ddp_logging.h"
 #include "distributed/init.h"
 #include "distributed/reducer.h"
 #include "nn/module.h"
@@ -51,6 +54,9 @@ class DistributedDataParallel : public nn::Module {
 
   void register_comm_hook(std::shared_ptr<CommHook> hook) { reducer_->set_comm_hook(std::move(hook)); }
   const DDPStats& last_stats() const { return reducer_->last_stats(); }
+  // The set-up and the averages of the last steps (at most Reducer::kRecentSteps), like PyTorch's
+  // _get_ddp_logging_data() (distributed/ddp_logging.h).
+  DDPLoggingData logging_data() const;
   std::vector<std::vector<std::string>> bucket_names() const { return reducer_->bucket_names(); }
   // Synchronised backward passes so far (no_sync backwards do not count).
   int64_t synced_steps() const { return reducer_->iteration(); }
@@ -68,12 +74,15 @@ class DistributedDataParallel : public nn::Module {
   friend class Join;
   // The buffer broadcast, the join round and the step count of a forward.
   void before_forward();
+  // Keeps a training forward's time for logging_data().
+  void record_forward_time(std::chrono::steady_clock::time_point start);
   void broadcast_buffers_from(int root);
 
   std::shared_ptr<nn::Module> module_;
   std::shared_ptr<ProcessGroup> group_;
   DDPOptions options_;
   std::shared_ptr<Reducer> reducer_;
+  std::deque<double> recent_forward_seconds_;  // the last Reducer::kRecentSteps training forwards
   Join* join_ = nullptr;  // the join guard this model is in
 };
 

@@ -98,6 +98,20 @@ std::vector<std::vector<std::string>> Reducer::bucket_names() const {
   return names;
 }
 
+std::vector<size_t> Reducer::bucket_bytes() const {
+  std::vector<size_t> bytes;
+  for (const Bucket& bucket : buckets_) bytes.push_back(bucket.grad.buffer.nbytes());
+  return bytes;
+}
+
+std::vector<std::string> Reducer::unused_in_last_backward() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < used_.size(); ++i) {
+    if (!used_[i]) names.push_back(params_[i].first);
+  }
+  return names;
+}
+
 void Reducer::on_gradient_ready(size_t index) {
   if (!sync_) return;
   if (!in_backward_) begin_backward();
@@ -114,6 +128,7 @@ void Reducer::on_gradient_ready(size_t index) {
 
 void Reducer::reset_for_backward() {
   in_backward_ = true;
+  backward_start_ = std::chrono::steady_clock::now();
   ready_.assign(params_.size(), 0);
   used_.assign(params_.size(), 0);
   next_launch_ = 0;
@@ -186,6 +201,8 @@ void Reducer::finish_backward(bool shadow) {
   if (static_graph_ && !shadow) {  // a shadowed backward marks every parameter unused itself
     for (size_t i : static_graph_->finish()) mark_ready(i, true);
   }
+  const double compute_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - backward_start_).count();
   // Parameters that never got a gradient still send zeros, so no other rank waits for a bucket forever.
   std::vector<std::string> missing;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -223,6 +240,9 @@ void Reducer::finish_backward(bool shadow) {
     stats_.bytes += bucket.grad.buffer.nbytes();
   }
   stats_.buckets = buckets_.size();
+  stats_.backward_compute_seconds = compute_seconds;
+  recent_stats_.push_back(stats_);
+  if (recent_stats_.size() > kRecentSteps) recent_stats_.pop_front();
 
   std::vector<char> globally_used(params_.size(), 1);
   for (size_t i = 0; i < used_flags.size(); ++i) globally_used[i] = used_flags[i] != 0;

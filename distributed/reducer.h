@@ -6,6 +6,8 @@
 // (rank 0's order, broadcast to all).
 #pragma once
 
+#include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +51,9 @@ struct DDPStats {
   double exposed_seconds = 0;  // time the end of backward waited for the step check and reductions still running
   size_t buckets = 0;
   size_t bytes = 0;            // gradient bytes reduced
+  // From the first parameter gradient of the backward to the end of the autograd pass: the compute the
+  // reductions can overlap with.
+  double backward_compute_seconds = 0;
 };
 
 class Reducer : public std::enable_shared_from_this<Reducer> {
@@ -64,6 +69,13 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void set_comm_hook(std::shared_ptr<CommHook> hook);
   const std::shared_ptr<CommHook>& comm_hook() const { return hook_; }
   const DDPStats& last_stats() const { return stats_; }
+  // The stats of the last kRecentSteps synchronised backward passes, oldest first.
+  static constexpr size_t kRecentSteps = 20;
+  const std::deque<DDPStats>& recent_stats() const { return recent_stats_; }
+  // Each bucket's gradient bytes, in launch order.
+  std::vector<size_t> bucket_bytes() const;
+  // The parameters that got no gradient on this rank in the last synchronised backward (registration order).
+  std::vector<std::string> unused_in_last_backward() const;
   int64_t iteration() const { return iteration_; }
   // Continues the count of synchronised backward passes (a resumed run's); not during backward. ValueError for
   // a negative count.
@@ -135,6 +147,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<size_t> ready_order_;
   std::vector<int64_t> rebuilt_order_;
   DDPStats stats_;
+  std::deque<DDPStats> recent_stats_;
+  std::chrono::steady_clock::time_point backward_start_;  // the first gradient of the running backward
   int64_t forwards_ = 0;
   std::vector<int64_t> step_check_mine_;      // [training forwards so far, bucket plan fingerprint]
   std::optional<PendingValues> step_check_;  // every rank's step_check_mine_, gathered during forward

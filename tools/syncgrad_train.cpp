@@ -164,6 +164,18 @@ void add_run_options(CLI::App& app, TrainConfig& c) {
       ->capture_default_str();
 }
 
+// Printing only: not part of the run's configuration (nor of its checkpoints).
+struct ReportOptions {
+  bool ddp_logging_data = false;
+};
+
+void add_report_options(CLI::App& app, ReportOptions& r) {
+  app.add_flag("--ddp-logging-data", r.ddp_logging_data,
+               "under DDP, print rank 0's DistributedDataParallel::logging_data() after the run: buckets, "
+               "rebuild, unused parameters, comm hook, and the last steps' forward, backward and communication "
+               "times with their overlap");
+}
+
 // Multi-process training: run under syncgrad-launch (WORLD_SIZE > 1), e.g.
 //   syncgrad-launch --nproc-per-node 2 syncgrad-train --model cnn
 // and mixed precision.
@@ -231,6 +243,14 @@ void print_summary(const train::TrainSummary& s) {
               s.peak_tensor_bytes / 1048576.0, s.peak_rss_kib / 1024.0);
 }
 
+void print_ddp_logging_data(const train::TrainSummary& s) {
+  if (!s.ddp_logging) {
+    std::printf("DDP logging data: none (the run did not use DistributedDataParallel)\n");
+    return;
+  }
+  std::printf("DDP logging data (rank 0):\n%s", syncgrad::distributed::to_string(*s.ddp_logging).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,11 +266,14 @@ int main(int argc, char** argv) {
   add_model_options(app, config);
   add_run_options(app, config);
   add_parallel_options(app, config);
+  ReportOptions report;
+  add_report_options(app, report);
   try {
     app.parse(argc, argv);  // --device and --comm-hook values that do not parse throw syncgrad::ValueError
     config.elastic = config.elastic || syncgrad::distributed::elastic_requested_by_environment();
     const train::TrainSummary s = train::run_training(config, std::cout);
     if (s.rank == 0) print_summary(s);  // rank 0 reports for the job
+    if (s.rank == 0 && report.ddp_logging_data) print_ddp_logging_data(s);
     return 0;
   } catch (const train::Preempted& p) {
     if (!p.checkpoint.empty()) {  // rank 0 reports for the job

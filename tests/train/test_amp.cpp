@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "data/fashion_mnist.h"
 #include "syncgrad.h"
@@ -81,8 +82,16 @@ TEST_CASE("--amp fp16: scale and skipped steps in the progress line and the log;
   std::string header, row;
   std::getline(log, header);
   std::getline(log, row);
-  CHECK(header == "step,epoch,loss,lr,samples_per_second,elapsed_seconds,data_wait_percent,loss_scale,skipped_steps");
+  CHECK(header.rfind("step,epoch,loss,lr,samples_per_second,elapsed_seconds,data_wait_percent,loss_scale,skipped_steps,"
+                     "kind,", 0) == 0);
   CHECK(row.rfind("10,1,", 0) == 0);
+  std::vector<std::string> cells;
+  std::stringstream cells_in(row);
+  for (std::string cell; std::getline(cells_in, cell, ',');) cells.push_back(cell);
+  REQUIRE(cells.size() > 9);
+  CHECK(std::stod(cells[7]) > 0);             // loss_scale: the GradScaler's
+  CHECK(std::stoll(cells.at(8)) >= 0);        // skipped_steps: a count
+  CHECK(cells[9] == "train");
   const auto metadata = io::load_safetensors(dir + "/a/latest/training_state.safetensors").metadata;
   REQUIRE(metadata.count("grad_scaler.scale") == 1);
   CHECK(std::stod(metadata.at("grad_scaler.scale")) <= 65536.0);

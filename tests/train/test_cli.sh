@@ -31,7 +31,7 @@ if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || [ -n "
   out=$("$bin" --model mlp --max-steps 20 --log-every 10 --log-file "$log" 2>&1); status=$?
   check "short run succeeds" test $status -eq 0
   check "short run prints test accuracy" grep -q "test accuracy" <<<"$out"
-  check "jsonl log has 2 rows" test "$(wc -l <"$log")" -eq 2
+  check "jsonl log has 2 train rows and the final eval row" test "$(wc -l <"$log")" -eq 3
   rm -f "$log"
 else
   echo "skipped: short run (Fashion-MNIST not installed)"

@@ -21,7 +21,7 @@ check "the progress line shows the exposed communication" grep -q "comm exposed"
 check "only rank 0 prints progress" test "$(grep -c '^\[rank1\]: epoch' <<<"$out")" -eq 0
 check "rank 0 reports the result" grep -q '^\[rank0\]: done: 40 steps' <<<"$out"
 check "rank 0 saved the checkpoint" test -s "$tmp/a/latest/model.safetensors"
-check "the log has 2 rows and a header" test "$(wc -l <"$tmp/log.csv")" -eq 3
+check "the log has a header, 2 train rows and the final eval row" test "$(wc -l <"$tmp/log.csv")" -eq 4
 
 out=$(run2 --max-steps 80 --log-every 40 --checkpoint-dir "$tmp/a" --resume "$tmp/a" 2>&1); status=$?
 check "resumed 2-rank run succeeds" test $status -eq 0

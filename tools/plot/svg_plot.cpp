@@ -1,4 +1,4 @@
-// render_svg: axes with power-of-two (or evenly spaced) ticks, polylines and markers, a legend on the right.
+// render_svg: axes with power-of-two (or 1-2-2.5-5 decimal) ticks, polylines and markers, a legend on the right.
 #include "tools/plot/svg_plot.h"
 
 #include <fmt/format.h>
@@ -38,6 +38,16 @@ std::string escape(const std::string& text) {
   return out;
 }
 
+// The tick step for about five ticks over `span`: 1, 2, 2.5 or 5 x 10^k.
+double nice_step(double span) {
+  const double raw = span / 5;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 2.5, 5.0}) {
+    if (m * magnitude >= raw * (1 - 1e-9)) return m * magnitude;
+  }
+  return 10 * magnitude;
+}
+
 struct Axis {
   double min, max;
   bool log2;
@@ -55,7 +65,10 @@ struct Axis {
       const int stride = std::max(1, (last - first) / 10 + 1);
       for (int e = first; e <= last; e += stride) values.push_back(std::ldexp(1.0, e));
     } else {
-      for (int i = 0; i <= 5; ++i) values.push_back(min + (max - min) * i / 5);
+      const double step = nice_step(max - min);
+      for (double k = std::ceil(min / step - 1e-9); k * step <= max + 1e-9 * step; ++k) {
+        values.push_back(std::abs(k * step) < 1e-12 * step ? 0.0 : k * step);
+      }
     }
     return values;
   }
@@ -70,6 +83,16 @@ void check_range(double lo, double hi, bool log2, const char* which) {
 std::string tick_label(double v) { return v >= 1 || v == 0 ? fmt::format("{:g}", v) : fmt::format("{:.2g}", v); }
 
 }  // namespace
+
+std::pair<double, double> nice_linear_range(double lo, double hi) {
+  if (!(hi > lo)) {
+    const double pad = lo == 0 ? 1 : std::abs(lo) / 2;
+    lo -= pad;
+    hi += pad;
+  }
+  const double step = nice_step(hi - lo);
+  return {std::floor(lo / step + 1e-9) * step, std::ceil(hi / step - 1e-9) * step};
+}
 
 std::string render_svg(const PlotSpec& spec) {
   check_range(spec.x_min, spec.x_max, spec.log2_x, "x");
@@ -149,7 +172,7 @@ void write_svg(const std::string& path, const PlotSpec& spec) {
   std::ofstream out(path);
   out << svg;
   out.flush();
-  SYNCGRAD_CHECK(out, IOError, "syncgrad-bench: cannot write ", path, " (does its directory exist?)");
+  SYNCGRAD_CHECK(out, IOError, "cannot write ", path, " (does its directory exist?)");
 }
 
 }  // namespace syncgrad::plot

@@ -24,6 +24,10 @@ struct PlotSpec {
   std::vector<Series> series;
 };
 
+// A linear axis range that holds [lo, hi] and ends on ticks of a 1, 2, 2.5 or 5 x 10^k step (about five of
+// them), as render_svg draws them: [0.12, 2.31] -> [0, 2.5]. A single value gets a range around it.
+std::pair<double, double> nice_linear_range(double lo, double hi);
+
 // The plot as an SVG document. ValueError for an empty or non-positive log range.
 std::string render_svg(const PlotSpec& spec);
 // render_svg written to `path`; IOError naming the path when that fails.

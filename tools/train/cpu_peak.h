@@ -1,5 +1,5 @@
 // The peak float32 FLOP rate of one CPU core, measured: the denominator of the model FLOPs utilisation (MFU)
-// that the text task prints.
+// that syncgrad-train prints and logs (tools/train/mfu.h).
 #pragma once
 
 namespace syncgrad::train {

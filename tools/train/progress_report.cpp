@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "tools/train/evaluation.h"
+#include "tools/train/peak_rss.h"
 
 namespace syncgrad::train {
 namespace {
@@ -45,7 +46,8 @@ struct ProgressReport::WindowRates {
   double eta = 0;           // seconds to the last planned step
 };
 
-ProgressReport::ProgressReport() : start_(Clock::now()), window_start_(start_) {}
+ProgressReport::ProgressReport(const TrainingRun& run, const Allocator& memory)
+    : memory_(&memory), start_(Clock::now()), window_start_(start_), last_epoch_(run.position.epoch + 1) {}
 
 void ProgressReport::add_examples(int64_t examples) {
   examples_ += examples;
@@ -91,6 +93,31 @@ std::string ProgressReport::comm_fields(double window) const {
   return comm;
 }
 
+MetricsRow ProgressReport::train_row(const TrainingRun& run, int epoch, double loss, const WindowRates& w) const {
+  MetricsRow row;
+  row.step = run.position.step;
+  row.epoch = epoch + 1;
+  row.elapsed_seconds = w.elapsed;
+  row.loss = loss;
+  row.lr = run.optimizer->lr();
+  row.samples_per_second = w.rate;
+  if (run.task->rate_unit() == "tokens") row.tokens_per_second = w.rate * run.task->units_per_example();
+  row.data_wait_percent = w.wait_percent;
+  if (run.scaler.is_enabled()) {
+    row.loss_scale = run.scaler.get_scale();
+    row.skipped_steps = run.scaler.skipped_steps();
+  }
+  row.mfu_percent = run.mfu.percent(w.rate);
+  if (run.ddp && window_steps_ > 0 && w.seconds > 0) {
+    row.comm_ms_per_step = 1e3 * window_comm_ / static_cast<double>(window_steps_);
+    row.exposed_comm_ms_per_step = 1e3 * window_exposed_ / static_cast<double>(window_steps_);
+    row.exposed_comm_percent = 100.0 * window_exposed_ / w.seconds;
+  }
+  row.peak_memory_mib = static_cast<double>(memory_->stats().peak_allocated_bytes) / 1048576.0;
+  row.peak_rss_mib = static_cast<double>(peak_rss_kib()) / 1024.0;
+  return row;
+}
+
 void ProgressReport::report(TrainingRun& run, int epoch, bool evaluate_now) {
   const TrainConfig& c = run.config;
   const double loss = run.losses.check();
@@ -102,22 +129,39 @@ void ProgressReport::report(TrainingRun& run, int epoch, bool evaluate_now) {
   std::string line = head;
   if (run.ddp && w.seconds > 0) line += comm_fields(w.seconds);
   line += amp_fields(run);
-  if (run.rank == 0) {
-    const std::string extra = run.task->progress_fields(*run.model, w.rate);
-    if (!extra.empty()) line += "  " + extra;
+  if (const std::optional<double> mfu = run.mfu.percent(w.rate)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "  MFU %.1f%%", *mfu);
+    line += text;
   }
-  if (evaluate_now) {
-    const auto evaluation_start = Clock::now();
-    line += "  " + evaluate(run).text;
-    evaluation_seconds_ += seconds_since(evaluation_start);
-  }
+  last_epoch_ = epoch + 1;
+  if (run.log) run.log->write(train_row(run, epoch, loss, w));
+  if (evaluate_now) line += "  " + evaluate_and_log(run, epoch).text;
   line += "  ETA " + format_duration(w.eta) + "\n";
   run.out << line << std::flush;
-  if (run.log) {
-    run.log->write({run.position.step, epoch + 1, loss, run.optimizer->lr(), w.rate, w.elapsed, w.wait_percent,
-                    run.scaler.is_enabled() ? run.scaler.get_scale() : 1.0, run.scaler.skipped_steps()});
-  }
   start_window(run);
+}
+
+Evaluation ProgressReport::evaluate_and_log(TrainingRun& run, int epoch) {
+  const auto evaluation_start = Clock::now();
+  Evaluation evaluation = evaluate(run);
+  evaluation_seconds_ += seconds_since(evaluation_start);
+  last_evaluation_.emplace(run.position.step, evaluation);
+  if (run.log) {
+    MetricsRow row;
+    row.kind = "eval";
+    row.step = run.position.step;
+    row.epoch = epoch + 1;
+    row.elapsed_seconds = seconds_since(start_);
+    (evaluation.metric == "validation loss" ? row.eval_loss : row.eval_accuracy) = evaluation.value;
+    run.log->write(row);
+  }
+  return evaluation;
+}
+
+Evaluation ProgressReport::final_evaluation(TrainingRun& run) {
+  if (last_evaluation_ && last_evaluation_->first == run.position.step) return last_evaluation_->second;
+  return evaluate_and_log(run, last_epoch_ - 1);
 }
 
 void ProgressReport::start_window(const TrainingRun& run) {

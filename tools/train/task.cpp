@@ -13,8 +13,6 @@ namespace syncgrad::train {
 
 Task::~Task() = default;
 
-std::string Task::progress_fields(nn::Module&, double) const { return {}; }
-
 data::Batch on_device(const data::Batch& batch, Device device) {
   return {batch.data.to(device, true), batch.target.to(device, true)};
 }

@@ -52,8 +52,6 @@ class Task {
   // What the throughput counts: "samples" (one per example) or e.g. "tokens" (block_size per example).
   virtual std::string rate_unit() const { return "samples"; }
   virtual int64_t units_per_example() const { return 1; }
-  // Extra fields for a progress line, e.g. "val loss 1.52  MFU 31%"; `examples_per_second` counts all ranks.
-  virtual std::string progress_fields(nn::Module& model, double examples_per_second) const;
 };
 
 // The batch's tensors on `device`; from a loader's pinned memory the copies do not block the host.

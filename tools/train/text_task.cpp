@@ -1,14 +1,12 @@
-// The text task: byte tokens, next-byte windows, cross-entropy loss, validation loss and MFU.
+// The text task: byte tokens, next-byte windows, cross-entropy loss, validation loss.
 #include "tools/train/text_task.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "distributed/launch_env.h"
 #include "models/gpt.h"
 #include "syncgrad.h"
 #include "tensor/check.h"
-#include "tools/train/cpu_peak.h"
 #include "tools/train/text_corpus.h"
 
 namespace syncgrad::train {
@@ -70,26 +68,16 @@ class TextTask : public Task {
     for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<unsigned char>(corpus.bytes[static_cast<size_t>(i)]);
     train_ = std::make_shared<NextTokenWindows>(raw::narrow(tokens, 0, 0, train_tokens), block);
     validation_ = raw::narrow(tokens, 0, train_tokens, n - train_tokens);
-    const int world = distributed::read_launch_env(false).world_size;
-    cores_ = c.threads * (c.parallel == Parallelism::kDataParallel ? c.dp_workers : world);
-    // MFU is measured against the CPU's FMA peak; a GPU's peak is not measured here, so CUDA runs show none.
-    peak_per_core_ = c.device.is_cpu() ? fma_peak_flops_per_core() : 0;
     Generator probe_gen(0);  // counting only: leaves the process generator alone
     models::GPT probe(model_config_, &probe_gen);
-    flops_per_token_ = probe.flops_per_token();
     char text[400];
     std::snprintf(text, sizeof text,
                   "%s bytes from %zu file(s) in %s (%s train / %s validation tokens); GPT %s, %.2fM parameters, "
                   "%.1f MFLOP/token",
                   thousands(n).c_str(), corpus.files.size(), path_.c_str(), thousands(train_tokens).c_str(),
                   thousands(n - train_tokens).c_str(), model_config_.to_string().c_str(),
-                  static_cast<double>(probe.num_parameters()) / 1e6, flops_per_token_ / 1e6);
+                  static_cast<double>(probe.num_parameters()) / 1e6, probe.flops_per_token() / 1e6);
     description_ = text;
-    if (peak_per_core_ > 0) {
-      std::snprintf(text, sizeof text, "; MFU against a measured FMA peak of %.0f GFLOP/s per core x %d",
-                    peak_per_core_ / 1e9, cores_);
-      description_ += text;
-    }
   }
 
   std::string description() const override { return description_; }
@@ -130,14 +118,6 @@ class TextTask : public Task {
   std::string rate_unit() const override { return "tokens"; }
   int64_t units_per_example() const override { return model_config_.block_size; }
 
-  std::string progress_fields(nn::Module&, double examples_per_second) const override {
-    if (peak_per_core_ <= 0) return "";
-    const double achieved = examples_per_second * static_cast<double>(model_config_.block_size) * flops_per_token_;
-    char text[32];
-    std::snprintf(text, sizeof text, "MFU %.1f%%", 100.0 * achieved / (peak_per_core_ * cores_));
-    return text;
-  }
-
  private:
   // About kEvalTokens tokens' worth of validation windows (at least one).
   int64_t evaluation_windows() const {
@@ -150,9 +130,6 @@ class TextTask : public Task {
   std::string description_;
   std::shared_ptr<const data::Dataset> train_;
   Tensor validation_;  // (N_val) i64
-  int cores_ = 1;
-  double peak_per_core_ = 0;
-  double flops_per_token_ = 0;
 };
 
 }  // namespace

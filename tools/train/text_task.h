@@ -3,9 +3,8 @@
 // example is a window of block_size + 1 bytes at a multiple of block_size: the model reads the first
 // block_size and predicts each next byte (the last block_size). The loss is the mean cross-entropy over the
 // (B * block_size, 256) logits; the evaluation the mean validation loss over up to kEvalTokens tokens of
-// evenly spaced validation windows. Throughput is in tokens; the progress line adds the model FLOPs
-// utilisation, MFU = tokens/s x GPT::flops_per_token() / (measured FMA peak per core x cores), with cores =
-// --threads x processes (x --dp-workers under --parallel dp).
+// evenly spaced validation windows. Throughput is in tokens (the MFU of the progress line counts
+// GPT::flops_per_token(): tools/train/mfu.h).
 #pragma once
 
 #include "tools/train/task.h"

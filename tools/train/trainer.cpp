@@ -2,12 +2,11 @@
 // (progress_report.h) and a checkpoint at the end of each epoch (training_checkpoint.h), then the summary.
 #include "tools/train/trainer.h"
 
-#include <fstream>
 #include <iostream>
 
 #include "syncgrad.h"
 #include "tensor/out_of_memory_context.h"
-#include "tools/train/evaluation.h"
+#include "tools/train/peak_rss.h"
 #include "tools/train/progress_report.h"
 #include "tools/train/sample_record.h"
 #include "tools/train/training_checkpoint.h"
@@ -16,15 +15,6 @@
 
 namespace syncgrad::train {
 namespace {
-
-long peak_rss_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return 0;
-}
 
 bool reached_max_steps(const TrainingRun& run) {
   return run.config.max_steps > 0 && run.position.step >= run.config.max_steps;
@@ -58,8 +48,8 @@ bool train_epoch(TrainingRun& run, ProgressReport& progress, SampleRecord& recor
   return false;
 }
 
-// After the last step; every rank evaluates its share of the held-out data (evaluation.h).
-TrainSummary summarize(TrainingRun& run, const ProgressReport& progress, Allocator& tensor_memory) {
+// After the last step; every rank evaluates its share of the held-out data (evaluation.h, progress_report.h).
+TrainSummary summarize(TrainingRun& run, ProgressReport& progress, Allocator& tensor_memory) {
   TrainSummary summary;
   summary.rank = run.rank;
   summary.world_size = run.world;
@@ -70,10 +60,11 @@ TrainSummary summarize(TrainingRun& run, const ProgressReport& progress, Allocat
       summary.wall_seconds > 0 ? summary.samples * run.world / summary.wall_seconds : 0;
   summary.rate_unit = run.task->rate_unit();
   summary.units_per_example = run.task->units_per_example();
-  summary.evaluation = evaluate(run);
+  summary.evaluation = progress.final_evaluation(run);
   summary.peak_tensor_bytes = tensor_memory.stats().peak_allocated_bytes;
   summary.device = run.device;
   summary.peak_rss_kib = peak_rss_kib();
+  if (run.ddp) summary.ddp_logging = run.ddp->logging_data();
   return summary;
 }
 
@@ -85,7 +76,7 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   Allocator& tensor_memory =
       run.device.is_cpu() ? cpu_allocator() : device_backend(run.device.type)->allocator(run.device.index);
   tensor_memory.reset_peak();
-  ProgressReport progress;
+  ProgressReport progress(run, tensor_memory);
   SampleRecord record(run.shard, c.batch_size, run.rank, std::cerr);
   bool stop = reached_max_steps(run);
   for (int epoch = run.position.epoch; epoch < c.epochs && !stop; ++epoch) {

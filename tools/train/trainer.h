@@ -7,7 +7,10 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
+
+#include "distributed/ddp_logging.h"
 
 #include "tensor/device.h"
 #include "tensor/errors.h"
@@ -31,6 +34,7 @@ struct TrainSummary {
   long peak_rss_kib = 0;          // VmHWM
   int rank = 0;                   // this process's rank; only rank 0 reports
   int world_size = 1;
+  std::optional<distributed::DDPLoggingData> ddp_logging;  // under DDP: this rank's, after the last step
 };
 
 TrainSummary run_training(const TrainConfig& config, std::ostream& out);

@@ -105,6 +105,8 @@ TrainingRun::TrainingRun(const TrainConfig& c, std::ostream& console)
   watch_for_preemption(*this);
   task = make_task(c);
   build_model();
+  mfu = mfu_basis(*task, *model, device,
+                  c.threads * (c.parallel == Parallelism::kDataParallel ? c.dp_workers : 1) * world);
   if (!c.resume.empty()) resume_from_checkpoint(*this);
   if (job.group()) check_ranks_agree_on_state(*this);
   if (!c.log_file.empty() && rank == 0) log.emplace(c.log_file);
@@ -244,6 +246,7 @@ void TrainingRun::print_plan() const {
     out << ", DataParallel over " << c.dp_workers
         << (device.is_cuda() ? " GPUs from " + device.str() : std::string(" worker threads"));
   }
+  if (mfu.known()) out << "; " << mfu.describe();
   out << "\n";
 }
 

@@ -28,6 +28,7 @@
 #include "tools/train/group_membership.h"
 #include "tools/train/loss_watch.h"
 #include "tools/train/metrics_log.h"
+#include "tools/train/mfu.h"
 #include "tools/train/task.h"
 #include "tools/train/train_config.h"
 
@@ -48,6 +49,7 @@ struct TrainingRun {
   std::ostream& out;  // the console on rank 0; nothing on the other ranks
   std::shared_ptr<const Task> task;
   std::shared_ptr<nn::Module> model;  // unwrapped: what is saved and evaluated
+  MfuBasis mfu;                       // the model FLOPs utilisation's FLOPs and peak (mfu.h)
   std::unique_ptr<optim::Optimizer> optimizer;
   TrainingPosition position;           // where the next batch comes from, and the steps taken
   std::string resumed_from;            // the checkpoint directory --resume loaded ("" for a fresh start)
