@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -26,14 +28,14 @@ namespace syncgrad::distributed {
 namespace {
 
 constexpr auto kPublishEvery = std::chrono::milliseconds(100);
-constexpr int64_t kAliveEveryUs = 1'000'000;
+constexpr int64_t kAliveEveryUs = 500'000;
 constexpr int64_t kSilentAfterUs = 3'000'000;  // a rank's sign of life older than this: it is stopped or hung
 constexpr auto kReadLimit = std::chrono::milliseconds(5000);
 const char* const kStateKey = "flight/state/";
 const char* const kDumpRequestKey = "flight/dump_request";
 const char* const kRunKey = "flight/run";
 const char* const kDumpedKey = "flight/dumped/";
-constexpr auto kAckWait = std::chrono::milliseconds(2500);
+constexpr auto kAckWait = std::chrono::milliseconds(1500);
 
 template <size_t N>
 void copy_text(char (&to)[N], std::string_view from) {

@@ -4,12 +4,12 @@
 //
 // Cost on the hot path: one uncontended lock and a few fixed-size copies per collective (the ring is allocated
 // once). A background thread per group publishes this rank's latest collective to the group's store ("flight/
-// state/<rank>") when it changed, at most every 100 ms, and a sign of life every second, so a rank that is stopped
+// state/<rank>") when it changed, at most every 100 ms, and a sign of life every 0.5 s, so a rank that is stopped
 // (SIGSTOP) or hung leaves its last position where the others can read it without ever asking it.
 //
 // On a timeout, a peer error or a desync, the failing rank writes its ring to SYNCGRAD_FLIGHT_DIR (default: the
 // working directory) as syncgrad_flight_<group>_rank<r>.json, asks every other rank of the group to write theirs
-// (they notice within a second), reads the ranks' published positions and appends to the error where the ranks
+// (they notice within 0.5 s), reads the ranks' published positions and appends to the error where the ranks
 // diverged: "rank 1 is stuck in allreduce #812 (DDP bucket 3, float32 [300000], 1.2 MB), started 31.0 s ago;
 // rank 0 waits in allreduce #813 ...". `syncgrad-debug flight DIR` merges the dumps.
 //

@@ -137,6 +137,8 @@ struct ProcessGroupGloo::Shared {
       std::rethrow_exception(error);
     } catch (const std::exception& e) {
       return e.what();
+    } catch (...) {
+      return "an unknown error";
     }
   }
 
@@ -792,8 +794,10 @@ std::shared_ptr<ProcessGroup> ProcessGroupGloo::new_group(const std::vector<int>
 
 std::shared_ptr<Work> ProcessGroupGloo::barrier() {
   auto shared = shared_;
-  return enqueue(shared_, [](uint64_t seq) { return DescribedCall{"barrier #" + std::to_string(seq), FlightCall{"barrier"}}; },
-                 [=](uint32_t tag) {
+  auto name = [](uint64_t seq) {
+    return DescribedCall{"barrier #" + std::to_string(seq), FlightCall{"barrier", nullptr, ""}};
+  };
+  return enqueue(shared_, name, [=](uint32_t tag) {
     if (!shared->context) return shared->counters->add("barrier", 0);
     int32_t token = 0;
     shared->counters->add("barrier", shared->allreduce_buffer(&token, 1, DType::i32, ReduceOp::kSum, tag));

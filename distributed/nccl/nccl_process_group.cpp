@@ -490,7 +490,8 @@ std::shared_ptr<Work> ProcessGroupNCCL::barrier() {
     SG_NCCL_CALL(q, ncclAllReduce(data, data, 1, ncclInt32, ncclSum, q.comm(), q.stream()));
   };
   auto name = [](uint64_t seq) {
-    return distributed::DescribedCall{"barrier #" + std::to_string(seq), distributed::FlightCall{"barrier"}};
+    return distributed::DescribedCall{"barrier #" + std::to_string(seq),
+                                      distributed::FlightCall{"barrier", nullptr, ""}};
   };
   return launch(shared_, name, {token}, body);
 }

@@ -70,7 +70,7 @@ TEST_CASE("a barrier has no tensor; caller scopes nest") {
       const CollectiveCaller inner("DDP bucket %d", 3);
       CHECK(std::string(CollectiveCaller::current()) == "DDP bucket 3");
     }
-    recorder->record(0, FlightCall{"barrier"});
+    recorder->record(0, FlightCall{"barrier", nullptr, ""});
   }
   CHECK(std::string(CollectiveCaller::current()).empty());
   CHECK(flight_entry_summary(recorder->entries().at(0)) == "barrier #0 (barrier at checkpoint)");

@@ -208,11 +208,12 @@ std::string first_flight_divergence(const std::vector<FlightDump>& dumps) {
   std::string text = "first divergence at #" + std::to_string(*seq) + ": ";
   for (size_t i = 0; i < dumps.size(); ++i) {
     const FlightDump& d = dumps[i];
-    text += (i ? "; " : "") + std::string("rank ") + std::to_string(d.rank);
+    text.append(i ? "; " : "").append("rank ").append(std::to_string(d.rank));
     if (const FlightRecord* r = find(d, *seq)) {
-      text += " " + cell(d, *seq) + " " + describe(*r);
+      text.append(" ").append(cell(d, *seq)).append(" ").append(describe(*r));
     } else if (!d.records.empty() && d.records.back().seq < *seq) {
-      text += " never called it (its last: " + describe(d.records.back()) + ", " + cell(d, d.records.back().seq) + ")";
+      text.append(" never called it (its last: ").append(describe(d.records.back())).append(", ");
+      text.append(cell(d, d.records.back().seq)).append(")");
     } else {
       text += " has no record of it";
     }
