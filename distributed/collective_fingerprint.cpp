@@ -36,9 +36,9 @@ std::string call_text(const uint8_t* record) {
 CollectiveFingerprint fingerprint_of(const FlightCall& call) {
   std::string text = call.op;
   if (call.tensor != nullptr) {
-    text += std::string(" ") + dtype_name(call.tensor->dtype()) + " " + shape_str(call.tensor->sizes());
+    text.append(" ").append(dtype_name(call.tensor->dtype())).append(" ").append(shape_str(call.tensor->sizes()));
   }
-  if (!call.detail.empty()) text += " " + std::string(call.detail);
+  if (!call.detail.empty()) text.append(" ").append(call.detail);
   CollectiveFingerprint fingerprint;
   put(fingerprint.record, CollectiveFingerprint::kCallBytes, text);
   put(fingerprint.record + CollectiveFingerprint::kCallBytes, CollectiveFingerprint::kCallerBytes,

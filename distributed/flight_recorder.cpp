@@ -310,7 +310,8 @@ void FlightRecorder::publish_loop() {
         if (request != seen_request) {
           seen_request = request;
           if (is_fresh_request_of_another_rank(request)) {
-            dump("rank " + request);
+            // A rank that failed itself has written the dump that explains its own failure already.
+            if (!failed_.load()) dump("rank " + request);
             store_->set(kDumpedKey + std::to_string(rank_), request);
           }
         }
@@ -332,14 +333,16 @@ bool FlightRecorder::is_fresh_request_of_another_rank(const std::string& request
   return when && *when >= created_us_;
 }
 
-std::vector<std::pair<int, std::string>> FlightRecorder::read_positions(const std::string& request,
-                                                                      std::chrono::milliseconds limit) const {
+std::optional<std::vector<std::pair<int, std::string>>> FlightRecorder::read_positions(
+    const std::string& request, std::chrono::milliseconds limit) const {
   // A thread of its own, abandoned when the store does not answer in time (its server may be the stopped rank).
-  auto result = std::make_shared<std::promise<std::vector<std::pair<int, std::string>>>>();
-  std::future<std::vector<std::pair<int, std::string>>> future = result->get_future();
+  using Lines = std::optional<std::vector<std::pair<int, std::string>>>;
+  auto result = std::make_shared<std::promise<Lines>>();
+  std::future<Lines> future = result->get_future();
   std::thread([store = store_, size = size_, rank = rank_, request, result] {
-    std::vector<std::pair<int, std::string>> lines;
+    Lines lines;
     try {
+      lines.emplace();
       // The ranks that showed a sign of life lately get up to kAckWait to write their dumps (their publishing
       // thread looks for the request every second); a stopped or dead rank is not waited for.
       std::vector<std::string> acks;
@@ -360,14 +363,14 @@ std::vector<std::pair<int, std::string>> FlightRecorder::read_positions(const st
       }
       for (int r = 0; r < size; ++r) {
         const std::string key = kStateKey + std::to_string(r);
-        if (r != rank && store->check({key})) lines.emplace_back(r, store->get_string(key));
+        if (r != rank && store->check({key})) lines->emplace_back(r, store->get_string(key));
       }
     } catch (const std::exception&) {
-      // Whatever was read before the store failed.
+      lines.reset();  // the store failed
     }
     result->set_value(std::move(lines));
   }).detach();
-  if (future.wait_for(limit) != std::future_status::ready) return {};
+  if (future.wait_for(limit) != std::future_status::ready) return std::nullopt;
   return future.get();
 }
 
@@ -418,7 +421,7 @@ std::string FlightRecorder::dump(const std::string& reason) {
 
 // ---- The explanation ----
 
-std::string FlightRecorder::explain_failure(int64_t seq, const std::string& reason) {
+std::string FlightRecorder::explain_failure(int64_t seq, const std::string& reason, bool waited) {
   const std::string first_line = reason.substr(0, std::min<size_t>(reason.find('\n'), 300));
   const std::string request = std::to_string(rank_) + " failed at " + std::to_string(flight_now_us()) + ": " + first_line;
   if (store_) {
@@ -428,13 +431,34 @@ std::string FlightRecorder::explain_failure(int64_t seq, const std::string& reas
       // The store is gone: only this rank dumps.
     }
   }
+  if (seq >= 0) mark_finished(static_cast<uint64_t>(seq), true);
+  failed_.store(true);
   const std::string path = dump(first_line);
   const int64_t now = flight_now_us();
 
   std::vector<std::string> sentences;
   std::vector<std::pair<int, std::string>> positions;
-  if (store_ && size_ > 1) positions = read_positions(request, kReadLimit);
+  bool store_answered = true;
+  if (store_ && size_ > 1) {
+    std::optional<std::vector<std::pair<int, std::string>>> read = read_positions(request, kReadLimit);
+    store_answered = read.has_value();
+    if (read) positions = std::move(*read);
+  }
+  std::vector<char> published(static_cast<size_t>(size_), 0);
+  for (const auto& [r, line] : positions) published[static_cast<size_t>(r)] = 1;
+  for (int r = 0; r < size_ && store_answered; ++r) {
+    if (r != rank_ && !published[static_cast<size_t>(r)]) {
+      positions.emplace_back(r, "");
+    }
+  }
+  std::sort(positions.begin(), positions.end());
   for (const auto& [r, line] : positions) {
+    if (line.empty()) {
+      sentences.push_back("rank " + std::to_string(r) +
+                          " has not published a position (its recorder started less than 0.1 s ago, is off, or "
+                          "cannot reach the store)");
+      continue;
+    }
     const std::vector<std::string> f = split_tabs(line);
     Position p;
     bool ok = f.size() >= 4;
@@ -480,9 +504,11 @@ std::string FlightRecorder::explain_failure(int64_t seq, const std::string& reas
     } else if (seq >= 0 && static_cast<int64_t>(e.seq) < seq) {
       text += " never called collective #" + std::to_string(seq) + ": its last one, " + flight_entry_summary(e) +
               ", " + flight_state_name(e.state) + " " + seconds_ago(e.finished_us, now) + " ago";
+    } else if (e.state == FlightState::kFailed) {
+      text += " failed in " + flight_entry_summary(e) + " " + seconds_ago(e.finished_us, now) + " ago";
     } else {
-      text += " is at " + flight_entry_summary(e) + ", " + flight_state_name(e.state) + " " +
-              seconds_ago(e.finished_us, now) + " ago";
+      text += " has finished " + flight_entry_summary(e) + " (its latest), " + seconds_ago(e.finished_us, now) +
+              " ago";
     }
     if (now - p.reported_us > kSilentAfterUs) {
       text += "; its recorder has been silent for " + seconds_ago(p.reported_us, now) + " (" + p.process +
@@ -504,12 +530,13 @@ std::string FlightRecorder::explain_failure(int64_t seq, const std::string& reas
   }
   if (has_own) {
     const int64_t since = own.started_us != 0 ? own.started_us : own.queued_us;
-    mine += " waits in " + flight_entry_summary(own) + ", started " + seconds_ago(since, now) + " ago";
+    mine += std::string(waited ? " waits in " : " failed in ") + flight_entry_summary(own) + ", started " +
+            seconds_ago(since, now) + " ago";
   } else {
     mine += seq >= 0 ? " failed in collective #" + std::to_string(seq) : " found the desync";
   }
   sentences.push_back(mine);
-  if (sentences.size() == 1 && store_ && size_ > 1) {
+  if (!store_answered) {
     sentences.push_back("the other ranks' positions could not be read from the store");
   }
 
@@ -532,7 +559,8 @@ std::exception_ptr FlightRecorder::explained(std::exception_ptr error, int64_t s
   try {
     std::rethrow_exception(error);
   } catch (const TimeoutError& e) {
-    return std::make_exception_ptr(TimeoutError(std::string(e.what()) + "\n" + explain_failure(seq, e.what())));
+    return std::make_exception_ptr(
+        TimeoutError(std::string(e.what()) + "\n" + explain_failure(seq, e.what(), true)));
   } catch (const PeerError& e) {
     return std::make_exception_ptr(PeerError(std::string(e.what()) + "\n" + explain_failure(seq, e.what())));
   } catch (const DesyncError& e) {

@@ -116,7 +116,8 @@ class FlightRecorder : public std::enable_shared_from_this<FlightRecorder> {
   // On a failure of collective `seq` (or, seq < 0, outside a collective: a desync found by a check): dumps this
   // rank's ring, asks the other ranks to dump theirs, and returns the sentences that say where every rank is and
   // where the dumps are, to be appended to the error message.
-  std::string explain_failure(int64_t seq, const std::string& reason);
+  // `waited`: this rank timed out waiting in `seq` ("waits in"), rather than failed in it ("failed in").
+  std::string explain_failure(int64_t seq, const std::string& reason, bool waited = false);
   // `error` (a DistributedError; others pass unchanged) as the same type with explain_failure's text appended.
   std::exception_ptr explained(std::exception_ptr error, int64_t seq);
 
@@ -129,8 +130,9 @@ class FlightRecorder : public std::enable_shared_from_this<FlightRecorder> {
   void publish_loop();
   std::string position_line() const;
   // The other ranks' published positions, after waiting a little for the live ones to dump on `request`.
-  std::vector<std::pair<int, std::string>> read_positions(const std::string& request,
-                                                          std::chrono::milliseconds limit) const;
+  // nullopt when the store failed or did not answer within `limit`.
+  std::optional<std::vector<std::pair<int, std::string>>> read_positions(const std::string& request,
+                                                                         std::chrono::milliseconds limit) const;
   std::string dump_path() const;
   bool is_fresh_request_of_another_rank(const std::string& request) const;
 
@@ -148,6 +150,7 @@ class FlightRecorder : public std::enable_shared_from_this<FlightRecorder> {
   uint64_t recorded_ = 0;  // entries ever recorded (the ring holds the last ring_.size())
   uint64_t latest_seq_ = 0;
   std::atomic<uint64_t> version_{0};
+  std::atomic<bool> failed_{false};  // this rank explained a failure of its own (and dumped for it)
 
   std::mutex publisher_mutex_;
   std::condition_variable publisher_wake_;

@@ -17,7 +17,7 @@ void Work::wait(std::chrono::milliseconds timeout) {
                                 " ms: a peer rank is dead, stuck, or running a different collective (every rank "
                                 "must call the same collectives in the same order); the group is aborted";
     if (!flight_) throw TimeoutError(message);
-    throw TimeoutError(message + "\n" + flight_->explain_failure(static_cast<int64_t>(flight_seq_), message));
+    throw TimeoutError(message + "\n" + flight_->explain_failure(static_cast<int64_t>(flight_seq_), message, true));
   }
   if (error_) std::rethrow_exception(error_);
 }

@@ -1,9 +1,10 @@
 // Test program for the flight recorder (tests/flight/test_flight.sh), run as 2 ranks under syncgrad-launch.
 // Joins through env:// (the launcher's SYNCGRAD_TIMEOUT applies) and makes one kind of failure happen:
 //   flight_probe skip       allreduces "step 0", "step 1", "step 2"; rank 1 skips step 2 and stays alive (sleeps)
-//   flight_probe stop       trains the MLP under DDP (0.5 MiB buckets); at step 3 rank 1 stops itself (SIGSTOP) in
+//   flight_probe stop       trains the MLP under DDP (0.1 MiB buckets: 2); at step 3 rank 1 stops itself (SIGSTOP) in
 //                           backward, from its comm hook, after launching bucket 0
-//   flight_probe mismatch   rank 0 allreduces a [1024] tensor, rank 1 a [512] one (run it with SYNCGRAD_DEBUG=detail)
+//   flight_probe mismatch   after two matching allreduces, rank 0 allreduces a [1024] tensor, rank 1 a [512] one (run
+//                           it with SYNCGRAD_DEBUG=detail); SIGTERM is ignored, so each rank prints its own error
 // Every error is printed on stdout as "<ErrorType>: <message>" and ends the program with status 3.
 #include <csignal>
 #include <chrono>
@@ -67,8 +68,8 @@ void stop(const std::shared_ptr<ProcessGroup>& group) {
   Generator init(0);
   auto model = models::make_model("mlp", &init);
   DDPOptions options;
-  options.bucket_cap_mb = 0.5;
-  options.first_bucket_mb = 0.5;
+  options.bucket_cap_mb = 0.1;
+  options.first_bucket_mb = 0.1;
   options.comm_hook = std::make_shared<StoppingHook>(group->rank(), 3);
   DistributedDataParallel ddp(model, group, options);
   Generator data(1 + group->rank());
@@ -82,6 +83,12 @@ void stop(const std::shared_ptr<ProcessGroup>& group) {
 }
 
 void mismatch(ProcessGroup& group) {
+  for (int step = 0; step < 2; ++step) {
+    const CollectiveCaller caller("warm-up %d", step);
+    Tensor values = full({256}, 1.0);
+    group.allreduce(values)->wait();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the recorders publish their positions
   const CollectiveCaller caller("shape test");
   Tensor values = full({group.rank() == 0 ? 1024 : 512}, 1.0);
   group.allreduce(values)->wait();
@@ -95,6 +102,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: flight_probe skip|stop|mismatch\n");
     return 2;
   }
+  // Both ranks fail at once here: the launcher must not end one (SIGTERM) before it has printed its own error.
+  if (mode == "mismatch") std::signal(SIGTERM, SIG_IGN);
   try {
     std::shared_ptr<ProcessGroup> group = init_process_group();
     if (mode == "skip") skip(*group);

@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 run_probe() {  # run_probe mode dir [env...]: the job's stdout in $tmp/mode.out, its stderr in $tmp/mode.err
   local mode=$1 dir=$2; shift 2
   mkdir -p "$dir"
-  env SYNCGRAD_FLIGHT_DIR="$dir" "$@" timeout 40 "$launch" --nproc-per-node 2 --timeout 4 --grace-period 1 \
+  env SYNCGRAD_FLIGHT_DIR="$dir" "$@" timeout 40 "$launch" --nproc-per-node 2 --timeout 4 --grace-period 5 \
     "$probe" "$mode" >"$tmp/$mode.out" 2>"$tmp/$mode.err"
 }
 
@@ -35,7 +35,7 @@ check "skip: both ranks dumped (rank 1 on rank 0's request)" \
 cat "$tmp/skip.view"
 check "skip: syncgrad-debug flight reads the dumps" test $status -eq 0
 check "skip: ... and points at #2, where rank 1 never called" \
-  grep -qE '^first divergence at #2: rank 0 started [0-9.]+ s before allreduce #2 \(step 2, .*; rank 1 never called it \(its last: allreduce #1 \(step 1' "$tmp/skip.view"
+  grep -qE '^first divergence at #2: rank 0: allreduce #2 \(step 2, .*\), failed after [0-9.]+ s; rank 1: never called it \(its last: allreduce #1 \(step 1, .*\), done\)' "$tmp/skip.view"
 check "skip: ... marking its row" grep -qE '^>      2  allreduce sum +step 2 ' "$tmp/skip.view"
 
 # 2. Rank 1 stops itself (SIGSTOP) in backward at step 3 after DDP bucket 0: rank 0 times out in bucket 1.
@@ -54,21 +54,23 @@ check "stop: rank 0 dumped; the stopped rank could not" \
 cat "$tmp/stop.view"
 check "stop: syncgrad-debug flight reads the dump" test $status -eq 0
 check "stop: ... says rank 1 left no dump" grep -q '^  rank 1: no dump' "$tmp/stop.view"
-check "stop: ... and shows DDP's step check and buckets" grep -qE 'allgather +DDP step check' "$tmp/stop.view"
+check "stop: ... and shows DDP's step check and buckets" grep -qE 'allreduce sum +DDP step check' "$tmp/stop.view"
 
 # 3. Shapes [1024] and [512] under SYNCGRAD_DEBUG=detail: both ranks fail at once naming both calls.
 run_probe mismatch "$tmp/mismatch" SYNCGRAD_DEBUG=detail; status=$?
 cat "$tmp/mismatch.out"
 check "mismatch: the job fails" test $status -ne 0 -a $status -ne 124
 check "mismatch: rank 0 names both calls" \
-  grep -qF '[rank0]: DesyncError: SYNCGRAD_DEBUG=detail: collective #0 differs across ranks: rank 0 calls allreduce float32 [1024] sum (shape test), rank 1 calls allreduce float32 [512] sum (shape test)' "$tmp/mismatch.out"
+  grep -qF '[rank0]: DesyncError: SYNCGRAD_DEBUG=detail: collective #2 differs across ranks: rank 0 calls allreduce float32 [1024] sum (shape test), rank 1 calls allreduce float32 [512] sum (shape test)' "$tmp/mismatch.out"
 check "mismatch: rank 1 too" \
-  grep -qF '[rank1]: DesyncError: SYNCGRAD_DEBUG=detail: collective #0 differs across ranks: rank 1 calls allreduce float32 [512] sum (shape test), rank 0 calls allreduce float32 [1024] sum (shape test)' "$tmp/mismatch.out"
+  grep -qF '[rank1]: DesyncError: SYNCGRAD_DEBUG=detail: collective #2 differs across ranks: rank 1 calls allreduce float32 [512] sum (shape test), rank 0 calls allreduce float32 [1024] sum (shape test)' "$tmp/mismatch.out"
 check "mismatch: not a timeout" lacks "TimeoutError" "$tmp/mismatch.out"
+check "mismatch: ... and each rank says where the other is" \
+  grep -qE '^\[rank0\]: flight recorder: rank 1 (is stuck in|failed in) allreduce #2 \(shape test, sum, float32 \[512\], 2\.0 kB\)' "$tmp/mismatch.out"
 "$debug" flight "$tmp/mismatch" >"$tmp/mismatch.view" 2>&1; status=$?
 cat "$tmp/mismatch.view"
 check "mismatch: syncgrad-debug flight shows both ranks' calls" \
-  grep -qE '^ +rank 1 called allreduce #0 \(shape test, sum, float32 \[512\], 2\.0 kB\)' "$tmp/mismatch.view"
+  grep -qE '^ +rank 1 called allreduce #2 \(shape test, sum, float32 \[512\], 2\.0 kB\)' "$tmp/mismatch.view"
 
 # A bad SYNCGRAD_DEBUG value is named.
 run_probe mismatch "$tmp/bad" SYNCGRAD_DEBUG=verbose

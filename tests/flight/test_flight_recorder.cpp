@@ -115,9 +115,11 @@ TEST_CASE("a failure dumps the ring; syncgrad-debug's reader reads it back and f
   const std::vector<debug::FlightDump>& dumps = groups.at("world");
   REQUIRE(dumps.size() == 1);
   CHECK(dumps[0].records.size() == 3);
-  CHECK(dumps[0].records[2].state == "started");
+  CHECK(dumps[0].records[2].state == "failed");
   CHECK(dumps[0].reason == "allreduce #2 timed out");
-  CHECK(debug::first_flight_divergence(dumps).rfind("first divergence at #2: rank 0 started", 0) == 0);
+  CHECK(debug::first_flight_divergence(dumps).rfind(
+            "first divergence at #2: rank 0: allreduce #2 (DDP bucket 2, sum, float32 [300000], 1.2 MB), failed after ",
+            0) == 0);
   const std::string view = debug::merged_flight_view(dumps, true);
   CHECK(view.find("DDP bucket 1") != std::string::npos);
   std::filesystem::remove_all(dir);

@@ -61,6 +61,7 @@ std::string cell(const FlightDump& dump, uint64_t seq) {
   }
   if (r->state == "started") return "started " + seconds(dump.dumped_us - r->started_us) + " before";
   if (r->state == "queued") return "queued " + seconds(dump.dumped_us - r->queued_us) + " before";
+  if (r->state == "failed") return "failed after " + seconds(r->finished_us - std::max(r->started_us, r->queued_us));
   return r->state;
 }
 
@@ -208,14 +209,14 @@ std::string first_flight_divergence(const std::vector<FlightDump>& dumps) {
   std::string text = "first divergence at #" + std::to_string(*seq) + ": ";
   for (size_t i = 0; i < dumps.size(); ++i) {
     const FlightDump& d = dumps[i];
-    text.append(i ? "; " : "").append("rank ").append(std::to_string(d.rank));
+    text.append(i ? "; " : "").append("rank ").append(std::to_string(d.rank)).append(": ");
     if (const FlightRecord* r = find(d, *seq)) {
-      text.append(" ").append(cell(d, *seq)).append(" ").append(describe(*r));
+      text.append(describe(*r)).append(", ").append(cell(d, *seq));
     } else if (!d.records.empty() && d.records.back().seq < *seq) {
-      text.append(" never called it (its last: ").append(describe(d.records.back())).append(", ");
+      text.append("never called it (its last: ").append(describe(d.records.back())).append(", ");
       text.append(cell(d, d.records.back().seq)).append(")");
     } else {
-      text += " has no record of it";
+      text += "has no record of it";
     }
   }
   return text;
