@@ -18,7 +18,7 @@ done
 
 run() {  # run env-assignments...: one 2-rank run; prints its ms/step
   env "$@" "$launch" --nproc-per-node 2 "$bench" ddp --model "$model" --steps "$steps" --batch "$batch" 2>&1 |
-    grep -o 'ms/step [0-9.]*' | awk '{print $2}'
+    grep -o ' ms/step [0-9.]*' | awk '{print $2}'
 }
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
