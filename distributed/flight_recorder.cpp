@@ -21,6 +21,8 @@
 #include "distributed/collective_caller.h"
 #include "distributed/env_values.h"
 #include "distributed/errors.h"
+#include "distributed/file_store.h"
+#include "distributed/hash_store.h"
 #include "tensor/check.h"
 
 namespace syncgrad::distributed {
@@ -274,8 +276,24 @@ std::string FlightRecorder::position_line() const {
   return encode_position(has ? &latest : nullptr, flight_now_us());
 }
 
+namespace {
+
+// A FileStore appends every write to its log and replays the whole log on every operation: a position published
+// several times a second would slow it without bound, so over a FileStore nothing is published.
+bool keeps_every_write(const std::shared_ptr<Store>& store) {
+  const Store* base = store.get();
+  while (const auto* prefixed = dynamic_cast<const PrefixStore*>(base)) base = prefixed->underlying().get();
+  return dynamic_cast<const FileStore*>(base) != nullptr;
+}
+
+}  // namespace
+
 void FlightRecorder::start_publisher() {
   if (!store_ || size_ <= 1) return;
+  if (keeps_every_write(store_)) {
+    store_.reset();
+    return;
+  }
   std::thread([self = shared_from_this()] { self->publish_loop(); }).detach();
 }
 
@@ -446,7 +464,7 @@ std::string FlightRecorder::explain_failure(int64_t seq, const std::string& reas
   }
   std::vector<char> published(static_cast<size_t>(size_), 0);
   for (const auto& [r, line] : positions) published[static_cast<size_t>(r)] = 1;
-  for (int r = 0; r < size_ && store_answered; ++r) {
+  for (int r = 0; r < size_ && store_ && store_answered; ++r) {
     if (r != rank_ && !published[static_cast<size_t>(r)]) {
       positions.emplace_back(r, "");
     }
@@ -538,6 +556,9 @@ std::string FlightRecorder::explain_failure(int64_t seq, const std::string& reas
   sentences.push_back(mine);
   if (!store_answered) {
     sentences.push_back("the other ranks' positions could not be read from the store");
+  } else if (!store_ && size_ > 1) {
+    sentences.push_back("the other ranks' positions are unknown (the recorders publish them through the group's "
+                        "store, and not through a FileStore)");
   }
 
   std::string text = "flight recorder";
