@@ -124,7 +124,9 @@ std::string flight_entry_summary(const FlightEntry& entry) {
   };
   add(entry.caller);
   add(entry.detail);
-  if (entry.ndim >= 0) add(std::string(entry.dtype) + " " + flight_shape_text(entry) + ", " + flight_bytes_text(entry.bytes));
+  if (entry.ndim >= 0) {
+    add(std::string(entry.dtype) + " " + flight_shape_text(entry) + ", " + flight_bytes_text(entry.bytes));
+  }
   return std::string(entry.op) + " #" + std::to_string(entry.seq) + (inside.empty() ? "" : " (" + inside + ")");
 }
 
@@ -441,7 +443,8 @@ std::string FlightRecorder::dump(const std::string& reason) {
 
 std::string FlightRecorder::explain_failure(int64_t seq, const std::string& reason, bool waited) {
   const std::string first_line = reason.substr(0, std::min<size_t>(reason.find('\n'), 300));
-  const std::string request = std::to_string(rank_) + " failed at " + std::to_string(flight_now_us()) + ": " + first_line;
+  const std::string request =
+      std::to_string(rank_) + " failed at " + std::to_string(flight_now_us()) + ": " + first_line;
   if (store_) {
     try {
       store_->set(kDumpRequestKey, request);
@@ -496,7 +499,9 @@ std::string FlightRecorder::explain_failure(int64_t seq, const std::string& reas
         e.ndim = static_cast<int32_t>(to_int(f[8]).value_or(-1));
         std::istringstream dims(f[9]);
         std::string dim;
-        for (int d = 0; d < FlightEntry::kMaxDims && std::getline(dims, dim, ','); ++d) e.dims[d] = to_int(dim).value_or(0);
+        for (int d = 0; d < FlightEntry::kMaxDims && std::getline(dims, dim, ','); ++d) {
+          e.dims[d] = to_int(dim).value_or(0);
+        }
         e.numel = to_int(f[10]).value_or(0);
         e.bytes = to_int(f[11]).value_or(0);
         e.queued_us = to_int(f[12]).value_or(0);

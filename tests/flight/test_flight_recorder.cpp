@@ -143,7 +143,9 @@ TEST_CASE("fingerprints: equal calls pass, a different shape names both calls") 
   auto exchange_with = [](const CollectiveFingerprint& other) {
     return [other](uint8_t* data, size_t bytes) {
       CHECK(bytes == 2 * CollectiveFingerprint::kBytes);
-      for (size_t i = 0; i < CollectiveFingerprint::kBytes; ++i) data[CollectiveFingerprint::kBytes + i] += other.record[i];
+      for (size_t i = 0; i < CollectiveFingerprint::kBytes; ++i) {
+        data[CollectiveFingerprint::kBytes + i] += other.record[i];
+      }
     };
   };
   CHECK_NOTHROW(check_fingerprints(mine, 0, 2, 7, exchange_with(mine)));

@@ -261,10 +261,11 @@ std::string merged_flight_view(const std::vector<FlightDump>& dumps, bool all) {
         mismatch = mismatch || r->call() != shown->call();
       }
     }
+    const std::string op = shown->detail.empty() ? shown->op : shown->op + " " + shown->detail;
+    const std::string bytes = shown->shape.empty() ? "" : bytes_text(shown->bytes);
     std::snprintf(line, sizeof line, "%s%7llu  %-22s %-28s %-9s %-14s %9s", diverged && *diverged == seq ? ">" : " ",
-                  static_cast<unsigned long long>(seq), (shown->op + (shown->detail.empty() ? "" : " " + shown->detail)).c_str(),
-                  shown->caller.c_str(), shown->dtype.c_str(), shown->shape.c_str(),
-                  shown->shape.empty() ? "" : bytes_text(shown->bytes).c_str());
+                  static_cast<unsigned long long>(seq), op.c_str(), shown->caller.c_str(), shown->dtype.c_str(),
+                  shown->shape.c_str(), bytes.c_str());
     out << line;
     for (const FlightDump& d : dumps) {
       std::snprintf(line, sizeof line, "  %-22s", cell(d, seq).c_str());
@@ -273,12 +274,15 @@ std::string merged_flight_view(const std::vector<FlightDump>& dumps, bool all) {
     out << "\n";
     if (mismatch) {
       for (const FlightDump& d : dumps) {
-        if (const FlightRecord* r = find(d, seq)) out << "          rank " << d.rank << " called " << describe(*r) << "\n";
+        if (const FlightRecord* r = find(d, seq)) {
+          out << "          rank " << d.rank << " called " << describe(*r) << "\n";
+        }
       }
     }
   }
   const std::string divergence = first_flight_divergence(dumps);
-  out << (divergence.empty() ? "the ranks agree on every recorded collective and finished them all" : divergence) << "\n";
+  out << (divergence.empty() ? "the ranks agree on every recorded collective and finished them all" : divergence)
+      << "\n";
   return out.str();
 }
 
