@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "distributed/collective_caller.h"
 #include "distributed/errors.h"
 #include "distributed/host_values.h"
 #include "tensor/check.h"
@@ -112,6 +113,7 @@ std::string setting_text(double value) {
 void check_same_on_all_ranks(ProcessGroup& group, const Settings& settings, const std::string& what,
                              const std::string& hint) {
   const std::string mine = encode(settings);
+  const CollectiveCaller caller("agreement check: %s", what.c_str());
   const auto prints = allgather_one(group, fingerprint(mine));
   if (std::all_of(prints.begin(), prints.end(), [&](int64_t p) { return p == prints[0]; })) return;
   const auto texts = allgather_text(group, mine);

@@ -6,7 +6,9 @@
 #include <map>
 #include <mutex>
 
+#include "distributed/debug_mode.h"
 #include "distributed/errors.h"
+#include "distributed/flight_recorder.h"
 #include "distributed/rank_heartbeat.h"
 #include "tensor/backend.h"
 #include "tensor/check.h"
@@ -14,7 +16,15 @@
 
 namespace syncgrad::distributed {
 
-ProcessGroup::~ProcessGroup() { heartbeat::note_idle(); }
+ProcessGroup::~ProcessGroup() {
+  if (flight_) flight_->stop();
+  heartbeat::note_idle();
+}
+
+void ProcessGroup::set_up_debugging(std::shared_ptr<Store> store) {
+  check_collectives_ = debug_mode_from_env() == DebugMode::kDetail;
+  flight_ = FlightRecorder::create(FlightSettings::from_env(), std::move(store), rank_, size_, backend_name());
+}
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {

@@ -23,6 +23,8 @@
 
 namespace syncgrad::distributed {
 
+class FlightRecorder;
+
 enum class ReduceOp { kSum, kAvg, kMax, kMin };
 const char* reduce_op_name(ReduceOp op);
 
@@ -113,8 +115,16 @@ class ProcessGroup {
   CollectiveCount collective_count(const std::string& collective) const { return counters_->get(collective); }
   std::map<std::string, CollectiveCount> collective_counts() const { return counters_->all(); }
 
+  // ---- Debugging ----
+  // This group's flight recorder (flight_recorder.h): its recent collectives; null when SYNCGRAD_FLIGHT_RECORDER=0.
+  const std::shared_ptr<FlightRecorder>& flight_recorder() const { return flight_; }
+  // SYNCGRAD_DEBUG=detail: each collective's (op, dtype, shape) is checked across ranks before it runs (Gloo).
+  bool checks_collectives() const { return check_collectives_; }
+
  protected:
   const std::shared_ptr<CommCounters>& counters() const { return counters_; }
+  // Backends call this in their constructor: the flight recorder and the debug mode from the environment.
+  void set_up_debugging(std::shared_ptr<Store> store);
   // Throws DistributedError("<op>: the <backend> process group does not implement it ...").
   [[noreturn]] void unsupported(const char* op) const;
 
@@ -123,6 +133,8 @@ class ProcessGroup {
   int size_;
   ProcessGroupOptions options_;
   std::shared_ptr<CommCounters> counters_ = std::make_shared<CommCounters>();
+  std::shared_ptr<FlightRecorder> flight_;
+  bool check_collectives_ = false;
 };
 
 // The group a rank that is not in new_group's `ranks` gets: every collective throws DistributedError naming the

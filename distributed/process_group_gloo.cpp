@@ -21,9 +21,12 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include "distributed/collective_fingerprint.h"
 #include "distributed/errors.h"
+#include "distributed/flight_recorder.h"
 #include "distributed/gloo_counted_buffer.h"
 #include "distributed/gloo_reduce.h"
 #include "distributed/gloo_ring.h"
@@ -43,7 +46,10 @@ struct Task {
   uint32_t tag = 0;
   // Point to point (instead of body): posts the message; a thread of its own finishes the Work.
   std::function<void(uint32_t tag, const std::shared_ptr<Work>& work)> post;
+  // SYNCGRAD_DEBUG=detail: compared across ranks before the body runs.
+  std::optional<CollectiveFingerprint> fingerprint;
 };
+
 
 // The slot prefix of send/recv (Gloo's collectives use 0x01..0x08, the reduce-scatter ring 0x21).
 constexpr uint8_t kPointToPointSlotPrefix = 0x22;
@@ -58,6 +64,8 @@ struct ProcessGroupGloo::Shared {
   std::unique_ptr<GlooSmallAllreduce> small;  // messages up to GlooSmallAllreduce::kMaxBytes (world size > 1)
   std::vector<std::string> peer_addresses;  // rank -> "[ip]:port" of its Gloo listener
   std::shared_ptr<CommCounters> counters;
+  std::shared_ptr<FlightRecorder> flight;  // null when turned off
+  bool check_collectives = false;          // SYNCGRAD_DEBUG=detail
 
   std::mutex mutex;
   std::condition_variable wake;
@@ -124,6 +132,16 @@ struct ProcessGroupGloo::Shared {
     return {error, message};
   }
 
+  static std::string what_of(const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      return e.what();
+    } catch (...) {
+      return "an unknown error";
+    }
+  }
+
   std::string peers_named_in(const std::string& text) const {
     std::string ranks;
     for (int r = 0; r < size; ++r) {
@@ -171,6 +189,11 @@ struct ProcessGroupGloo::Shared {
     std::exception_ptr error;
     task.work->mark_started();
     try {
+      if (task.fingerprint && context) {
+        check_fingerprints(*task.fingerprint, rank, size, task.tag, [&](uint8_t* data, size_t bytes) {
+          small->run(data, bytes, DType::u8, ReduceOp::kSum);
+        });
+      }
       if (task.post) {
         task.post(task.tag, task.work);
       } else {
@@ -179,6 +202,10 @@ struct ProcessGroupGloo::Shared {
     } catch (const std::exception&) {
       auto [translated, message] = as_error(task.work->description());
       error = translated;
+      if (flight) {
+        error = flight->explained(error, task.tag);
+        message = what_of(error);
+      }
       mark_broken(error, message);
     }
     if (error || !task.post) task.work->finish(error);
@@ -306,9 +333,10 @@ void check_like(const Tensor& t, const Tensor& like, const char* collective, con
                  dtype_name(like.dtype()));
 }
 
-std::string describe(const char* collective, uint64_t seq, const Tensor& t, const std::string& extra = "") {
-  return std::string(collective) + " #" + std::to_string(seq) + " (" + (extra.empty() ? "" : extra + ", ") +
-         dtype_name(t.dtype()) + ", " + std::to_string(t.numel()) + " elements)";
+DescribedCall describe(const char* collective, uint64_t seq, const Tensor& t, const std::string& extra = "") {
+  return {std::string(collective) + " #" + std::to_string(seq) + " (" + (extra.empty() ? "" : extra + ", ") +
+              dtype_name(t.dtype()) + ", " + std::to_string(t.numel()) + " elements)",
+          FlightCall{collective, &t, extra}};
 }
 
 // Gloo sizes its buffers by sizeof(T); only the element width matters to it.
@@ -344,7 +372,10 @@ ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int s
                                    const ProcessGroupOptions& options)
     : ProcessGroup(rank, size, options), shared_(std::make_shared<Shared>()), store_(store) {
   const SigpipeBlock no_sigpipe;
+  set_up_debugging(store);
   shared_->counters = counters();
+  shared_->flight = flight_recorder();
+  shared_->check_collectives = checks_collectives();
   shared_->rank = rank;
   shared_->size = size;
   shared_->timeout = options.timeout;
@@ -397,18 +428,24 @@ namespace {
 // Numbers the collective and queues it; numbering and queueing happen under one lock so the tag order is
 // the execution order even when several threads issue collectives.
 std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupGloo::Shared>& shared,
-                              const std::function<std::string(uint64_t seq)>& describe_seq,
+                              const std::function<DescribedCall(uint64_t seq)>& describe_seq,
                               std::function<void(uint32_t)> body,
                               std::function<void(uint32_t, const std::shared_ptr<Work>&)> post = {}) {
   std::shared_ptr<Work> work;
   {
     std::lock_guard lock(shared->mutex);
     const uint64_t seq = shared->next_seq;
-    const std::string description = describe_seq(seq);
-    SYNCGRAD_CHECK(!shared->stopping, DistributedError, description, ": the process group is being destroyed");
+    const DescribedCall described = describe_seq(seq);
+    SYNCGRAD_CHECK(!shared->stopping, DistributedError, described.text, ": the process group is being destroyed");
     ++shared->next_seq;
-    work = std::make_shared<GlooWork>(description, shared->timeout, shared);
-    shared->queue.push_back(Task{work, std::move(body), static_cast<uint32_t>(seq), std::move(post)});
+    work = std::make_shared<GlooWork>(described.text, shared->timeout, shared);
+    if (shared->flight) {
+      shared->flight->record(seq, described.call);
+      work->set_flight(shared->flight, seq);
+    }
+    Task task{work, std::move(body), static_cast<uint32_t>(seq), std::move(post), std::nullopt};
+    if (shared->check_collectives && !task.post) task.fingerprint = fingerprint_of(described.call);
+    shared->queue.push_back(std::move(task));
   }
   shared->wake.notify_one();
   return work;
@@ -749,13 +786,18 @@ std::shared_ptr<ProcessGroup> ProcessGroupGloo::new_group(const std::vector<int>
   const auto self = std::find(members.begin(), members.end(), rank());
   if (self == members.end()) return make_non_member_group("gloo", rank(), members, options());
   auto store = std::make_shared<PrefixStore>("subgroup/" + std::to_string(index), store_);
-  return std::make_shared<ProcessGroupGloo>(store, static_cast<int>(self - members.begin()),
-                                            static_cast<int>(members.size()), options());
+  auto group = std::make_shared<ProcessGroupGloo>(store, static_cast<int>(self - members.begin()),
+                                                  static_cast<int>(members.size()), options());
+  if (group->flight_recorder()) group->flight_recorder()->set_group_name("subgroup " + std::to_string(index));
+  return group;
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::barrier() {
   auto shared = shared_;
-  return enqueue(shared_, [](uint64_t seq) { return "barrier #" + std::to_string(seq); }, [=](uint32_t tag) {
+  auto name = [](uint64_t seq) {
+    return DescribedCall{"barrier #" + std::to_string(seq), FlightCall{"barrier", nullptr, ""}};
+  };
+  return enqueue(shared_, name, [=](uint32_t tag) {
     if (!shared->context) return shared->counters->add("barrier", 0);
     int32_t token = 0;
     shared->counters->add("barrier", shared->allreduce_buffer(&token, 1, DType::i32, ReduceOp::kSum, tag));

@@ -8,7 +8,9 @@
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "distributed/bucket_plan.h"
+#include "distributed/collective_caller.h"
 #include "distributed/errors.h"
+#include "distributed/flight_recorder.h"
 #include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
@@ -192,6 +194,7 @@ void Reducer::launch_full_buckets() {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& bucket = buckets_[next_launch_];
     bucket.grad.iteration = iteration_;
+    const CollectiveCaller caller("DDP bucket %zu", next_launch_);
     bucket.work = hook_->launch(*group_, bucket.grad);
     ++next_launch_;
   }
@@ -218,6 +221,7 @@ void Reducer::finish_backward(bool shadow) {
   verify_step_check();
   std::optional<PendingValues> used_anywhere;
   if (options_.find_unused_parameters || static_graph_) {
+    const CollectiveCaller caller("DDP unused-parameter flags");
     used_anywhere = PendingValues::allreduce(*group_, std::vector<int64_t>(used_.begin(), used_.end()), ReduceOp::kMax);
   }
   stats_ = DDPStats{};
@@ -291,6 +295,7 @@ void Reducer::launch_step_check() {
   step_check_.reset();
   if (!options_.check_step_agreement || group_->size() == 1) return;
   step_check_mine_ = {forwards_, plan_fingerprint()};
+  const CollectiveCaller caller("DDP step check");
   step_check_ = PendingValues::allgather(*group_, step_check_mine_);
 }
 
@@ -319,10 +324,13 @@ void Reducer::verify_step_check() {
     same_plan = same_plan && theirs[1] == mine[1];
     steps += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + " after " + std::to_string(theirs[0]);
   }
-  SYNCGRAD_CHECK(same_step, DesyncError,
-                 "DistributedDataParallel: ranks are out of step in this backward (training forwards so far: ", steps,
-                 "); a rank skipped a backward or ran extra forwards. Every rank must run the same sequence of forward "
-                 "+ backward steps (use no_sync() for accumulation on every rank alike)");
+  if (!same_step) {
+    const std::string message =
+        "DistributedDataParallel: ranks are out of step in this backward (training forwards so far: " + steps +
+        "); a rank skipped a backward or ran extra forwards. Every rank must run the same sequence of forward + "
+        "backward steps (use no_sync() for accumulation on every rank alike)";
+    throw DesyncError(message + flight_note(group_->flight_recorder(), message));
+  }
   SYNCGRAD_CHECK(same_plan, DesyncError,
                  "DistributedDataParallel: ranks use different bucket plans in this backward; every rank must "
                  "construct DistributedDataParallel with the same model and options");
@@ -341,6 +349,7 @@ void Reducer::rebuild_in_ready_order() {
   for (size_t i = params_.size(); i-- > 0;) {
     if (!seen[i]) order.push_back(i);
   }
+  const CollectiveCaller caller("DDP bucket order");
   const std::vector<int64_t> shared =
       PendingValues::broadcast(*group_, std::vector<int64_t>(order.begin(), order.end()), 0).wait()[0];
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<size_t>(shared[i]);

@@ -5,6 +5,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
 #include "autograd/node.h"
+#include "distributed/collective_caller.h"
 #include "distributed/init.h"
 #include "nn/checkpoint.h"
 #include "tensor/check.h"
@@ -68,6 +69,7 @@ autograd::GradList sync_batch_norm_backward(const SyncBatchNormSaved& saved, con
     out[1] = raw::to(raw::mul(sum_dy_xmu, invstd), weight.dtype());
     out[2] = raw::to(sum_dy, weight.dtype());
   }
+  const CollectiveCaller caller("SyncBatchNorm backward");
   const auto global = allreduce_vectors(*saved.group, {sum_dy, sum_dy_xmu});
   const Tensor mean_dy = raw::div(global[0], Scalar(saved.total));
   const Tensor mean_dy_xmu = raw::div(global[1], Scalar(saved.total));
@@ -111,6 +113,7 @@ Tensor sync_batch_norm(const Tensor& input, const Tensor& running_mean, const Te
   Tensor x = as_ncs(input);  // (N, C, S)
   const DType cdt = x.dtype();
   const double local_count = static_cast<double>(x.size(0) * x.size(2));
+  const CollectiveCaller caller("SyncBatchNorm forward");
   const auto global = allreduce_vectors(
       *group, {raw::sum(x, {0, 2}), raw::sum(raw::mul(x, x), {0, 2}), full({1}, Scalar(local_count), {.dtype = cdt})});
   const double total = global[2].to(DType::f64).item<double>();

@@ -2,6 +2,7 @@
 #include "distributed/work.h"
 
 #include "distributed/errors.h"
+#include "distributed/flight_recorder.h"
 #include "distributed/rank_heartbeat.h"
 
 namespace syncgrad::distributed {
@@ -12,9 +13,11 @@ void Work::wait(std::chrono::milliseconds timeout) {
   if (!done_cv_.wait_for(lock, timeout, [&] { return done_; })) {
     lock.unlock();
     on_timeout();
-    throw TimeoutError(description_ + " did not finish within " + std::to_string(timeout.count()) +
-                       " ms: a peer rank is dead, stuck, or running a different collective (every rank must "
-                       "call the same collectives in the same order); the group is aborted");
+    const std::string message = description_ + " did not finish within " + std::to_string(timeout.count()) +
+                                " ms: a peer rank is dead, stuck, or running a different collective (every rank "
+                                "must call the same collectives in the same order); the group is aborted";
+    if (!flight_) throw TimeoutError(message);
+    throw TimeoutError(message + "\n" + flight_->explain_failure(static_cast<int64_t>(flight_seq_), message, true));
   }
   if (error_) std::rethrow_exception(error_);
 }
@@ -30,6 +33,7 @@ std::exception_ptr Work::error() {
 }
 
 void Work::finish(std::exception_ptr error) {
+  const bool failed = error != nullptr;
   {
     std::lock_guard lock(mutex_);
     if (done_) return;
@@ -37,13 +41,26 @@ void Work::finish(std::exception_ptr error) {
     error_ = std::move(error);
     finished_ = std::chrono::steady_clock::now();
   }
-  if (!error) heartbeat::note_progress();
+  if (flight_) flight_->mark_finished(flight_seq_, failed);
+  if (!failed) heartbeat::note_progress();
   done_cv_.notify_all();
 }
 
 void Work::mark_started() {
-  std::lock_guard lock(mutex_);
-  started_ = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    started_ = std::chrono::steady_clock::now();
+  }
+  if (flight_) flight_->mark_started(flight_seq_);
+}
+
+std::exception_ptr Work::explained(std::exception_ptr error) {
+  return flight_ ? flight_->explained(std::move(error), static_cast<int64_t>(flight_seq_)) : error;
+}
+
+void Work::set_flight(std::shared_ptr<FlightRecorder> recorder, uint64_t seq) {
+  flight_ = std::move(recorder);
+  flight_seq_ = seq;
 }
 
 double Work::busy_seconds() {

@@ -4,11 +4,15 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 
 namespace syncgrad::distributed {
+
+class FlightRecorder;
 
 class Work {
  public:
@@ -31,6 +35,11 @@ class Work {
   void finish(std::exception_ptr error = nullptr);
   // Called by the backend when the collective starts running (after earlier ones in the queue).
   void mark_started();
+  // The flight recorder (flight_recorder.h) that notes this collective's start and end as entry `seq`; a wait()
+  // that times out appends its explanation of where the ranks are.
+  void set_flight(std::shared_ptr<FlightRecorder> recorder, uint64_t seq);
+  // A failure of this collective with the flight recorder's explanation appended (unchanged without a recorder).
+  std::exception_ptr explained(std::exception_ptr error);
   // Seconds the collective itself ran (start to finish; 0 until both happened): DDP's communication time.
   double busy_seconds();
 
@@ -47,6 +56,8 @@ class Work {
   std::exception_ptr error_;
   std::chrono::steady_clock::time_point started_{};
   std::chrono::steady_clock::time_point finished_{};
+  std::shared_ptr<FlightRecorder> flight_;
+  uint64_t flight_seq_ = 0;
 };
 
 }  // namespace syncgrad::distributed

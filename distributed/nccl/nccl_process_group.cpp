@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "distributed/errors.h"
+#include "distributed/flight_recorder.h"
 #include "distributed/launch_env.h"
 #include "distributed/nccl/nccl_comm.h"
 #include "tensor/check.h"
@@ -36,6 +37,7 @@ struct ProcessGroupNCCL::Shared {
   std::unique_ptr<NcclComm> comm;
   cudaStream_t stream = nullptr;  // the group's NCCL stream
   cudaEvent_t ready = nullptr;    // recorded on the compute stream before each collective
+  std::shared_ptr<distributed::FlightRecorder> flight;  // null when turned off
 
   std::mutex mutex;  // guards everything below and every call on `comm`
   uint64_t next_seq = 0;
@@ -151,7 +153,7 @@ class NcclWork final : public Work {
             ": a peer rank is dead, stuck, or running a different collective (every rank must call the same "
             "collectives in the same order); the NCCL communicator is aborted, so this group cannot be used again";
         on_timeout();
-        complete(std::make_exception_ptr(distributed::TimeoutError(message)));
+        complete(explained(std::make_exception_ptr(distributed::TimeoutError(message))));
         break;
       }
       backoff.pause();
@@ -225,10 +227,12 @@ class NcclWork final : public Work {
 // enqueues the copies and the NCCL call. A failure after numbering aborts the group: the other ranks have
 // run (or will run) a collective this rank did not.
 std::shared_ptr<Work> launch(const std::shared_ptr<Shared>& shared,
-                             const std::function<std::string(uint64_t seq)>& describe_seq, std::vector<Tensor> keep,
-                             const std::function<void(const Enqueue&)>& body) {
+                             const std::function<distributed::DescribedCall(uint64_t seq)>& describe_seq,
+                             std::vector<Tensor> keep, const std::function<void(const Enqueue&)>& body) {
   std::lock_guard lock(shared->mutex);
-  const std::string description = describe_seq(shared->next_seq);
+  const uint64_t seq = shared->next_seq;
+  const distributed::DescribedCall described = describe_seq(seq);
+  const std::string& description = described.text;
   SYNCGRAD_CHECK(shared->broken.empty(), DistributedError, shared->head(description),
                  " was not run: the process group failed earlier (", shared->broken, "); create a new process group");
   ++shared->next_seq;
@@ -237,6 +241,10 @@ std::shared_ptr<Work> launch(const std::shared_ptr<Shared>& shared,
     cudaEvent_t done = nullptr;
     SG_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     auto work = std::make_shared<NcclWork>(description, shared, done, std::move(keep));
+    if (shared->flight) {
+      shared->flight->record(seq, described.call);
+      work->set_flight(shared->flight, seq);
+    }
     SG_CUDA_CHECK(cudaEventRecord(shared->ready, compute_stream(shared->device)));
     SG_CUDA_CHECK(cudaStreamWaitEvent(shared->stream, shared->ready, 0));
     try {
@@ -258,9 +266,11 @@ std::shared_ptr<Work> launch(const std::shared_ptr<Shared>& shared,
   }
 }
 
-std::string describe(const char* collective, uint64_t seq, const Tensor& t, const std::string& extra = "") {
-  return std::string(collective) + " #" + std::to_string(seq) + " (" + (extra.empty() ? "" : extra + ", ") +
-         dtype_name(t.dtype()) + ", " + std::to_string(t.numel()) + " elements)";
+distributed::DescribedCall describe(const char* collective, uint64_t seq, const Tensor& t,
+                                    const std::string& extra = "") {
+  return {std::string(collective) + " #" + std::to_string(seq) + " (" + (extra.empty() ? "" : extra + ", ") +
+              dtype_name(t.dtype()) + ", " + std::to_string(t.numel()) + " elements)",
+          distributed::FlightCall{collective, &t, extra}};
 }
 
 void check_tensor(const Shared& s, const Tensor& t, const char* collective, const std::string& what) {
@@ -337,6 +347,8 @@ ProcessGroupNCCL::ProcessGroupNCCL(std::shared_ptr<distributed::Store> store, in
                       std::to_string(shared_->device) + ": " + e.what());
   }
   shared_->comm = std::make_unique<NcclComm>(*store, key, rank, size, shared_->device, options.timeout);
+  set_up_debugging(store);
+  shared_->flight = flight_recorder();
 }
 
 ProcessGroupNCCL::~ProcessGroupNCCL() = default;
@@ -477,7 +489,10 @@ std::shared_ptr<Work> ProcessGroupNCCL::barrier() {
     void* data = token.data_ptr();
     SG_NCCL_CALL(q, ncclAllReduce(data, data, 1, ncclInt32, ncclSum, q.comm(), q.stream()));
   };
-  auto name = [](uint64_t seq) { return "barrier #" + std::to_string(seq); };
+  auto name = [](uint64_t seq) {
+    return distributed::DescribedCall{"barrier #" + std::to_string(seq),
+                                      distributed::FlightCall{"barrier", nullptr, ""}};
+  };
   return launch(shared_, name, {token}, body);
 }
 

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "data/data_position.h"
+#include "distributed/collective_caller.h"
 #include "distributed/comm_state_io.h"
 #include "distributed/elastic.h"
 #include "tensor/check.h"
@@ -105,6 +106,7 @@ void save_if_due(TrainingRun& run) {
     const std::string dir = save(run);
     // Rank 0 serves the job's store unless syncgrad-launch does (srun, mpirun, variables set by hand): it must
     // not exit, taking the store with it, before every rank has read there that the save is done.
+    const distributed::CollectiveCaller caller("barrier at checkpoint");
     run.job.barrier();
     throw Preempted{distributed::PreemptionWatch::received_signal(), step, dir};
   }
