@@ -36,6 +36,7 @@ const Subcommand kSubcommands[] = {
      SYNCGRAD_HAVE_CUDA != 0},
     {"checkpoint", "syncgrad-train checkpoint save/load time and size (GPT, ResNet-18) vs the disk's speed",
      bench_checkpoint_main},
+    {"trace", "the cost of one timeline span (syncgrad-train --trace), tracing off and on", bench_trace_main},
 };
 
 void print_help(std::FILE* out) {

@@ -30,6 +30,7 @@
 #include "distributed/gloo_small_allreduce.h"
 #include "distributed/gloo_store.h"
 #include "distributed/hash_store.h"
+#include "profiler/events.h"
 #include "tensor/check.h"
 #include "tensor/ops/views.h"
 
@@ -43,6 +44,7 @@ struct Task {
   uint32_t tag = 0;
   // Point to point (instead of body): posts the message; a thread of its own finishes the Work.
   std::function<void(uint32_t tag, const std::shared_ptr<Work>& work)> post;
+  profiler::Handoff handoff;  // while tracing: the flow from the caller to the worker, and its Label
 };
 
 // The slot prefix of send/recv (Gloo's collectives use 0x01..0x08, the reduce-scatter ring 0x21).
@@ -169,6 +171,13 @@ struct ProcessGroupGloo::Shared {
       return;
     }
     std::exception_ptr error;
+    profiler::Scope span("gloo");  // the collective on the worker's track, named by its kind ("allreduce")
+    if (span.active()) {
+      const std::string& description = task.work->description();
+      span.set_name(description.substr(0, description.find(' ')));
+      span.arg("seq", task.tag);
+      span.receive(task.handoff);
+    }
     task.work->mark_started();
     try {
       if (task.post) {
@@ -185,6 +194,7 @@ struct ProcessGroupGloo::Shared {
   }
 
   static void worker_loop(std::shared_ptr<Shared> self) {
+    profiler::set_thread_name("gloo worker");
     for (;;) {
       Task task;
       {
@@ -408,7 +418,8 @@ std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupGloo::Shared>& s
     SYNCGRAD_CHECK(!shared->stopping, DistributedError, description, ": the process group is being destroyed");
     ++shared->next_seq;
     work = std::make_shared<GlooWork>(description, shared->timeout, shared);
-    shared->queue.push_back(Task{work, std::move(body), static_cast<uint32_t>(seq), std::move(post)});
+    shared->queue.push_back(
+        Task{work, std::move(body), static_cast<uint32_t>(seq), std::move(post), profiler::hand_off()});
   }
   shared->wake.notify_one();
   return work;

@@ -9,6 +9,7 @@
 #include "autograd/grad_mode.h"
 #include "distributed/bucket_plan.h"
 #include "distributed/errors.h"
+#include "profiler/events.h"
 #include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
@@ -126,6 +127,8 @@ void Reducer::begin_backward() {
 
 void Reducer::mark_ready(size_t index, bool used) {
   NoGradGuard no_grad;
+  profiler::Scope span("ddp", "DDP copy into bucket");
+  span.arg("bucket", static_cast<int64_t>(bucket_of_[index])).arg("step", iteration_);
   Bucket& bucket = buckets_[bucket_of_[index]];
   const Tensor& view = view_of(index);
   if (used) {
@@ -145,6 +148,10 @@ void Reducer::launch_full_buckets() {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& bucket = buckets_[next_launch_];
     bucket.grad.iteration = iteration_;
+    // The collectives the hook queues carry the label to the process group's worker (profiler/events.h).
+    const profiler::Label label("DDP bucket", static_cast<int64_t>(next_launch_), iteration_);
+    profiler::Scope span("ddp", "DDP launch");
+    span.arg("bucket", static_cast<int64_t>(next_launch_)).arg("step", iteration_);
     bucket.work = hook_->launch(*group_, bucket.grad);
     ++next_launch_;
   }
@@ -171,6 +178,8 @@ void Reducer::finish_backward() {
   stats_ = DDPStats{};
   std::vector<int64_t> used_flags;
   try {
+    profiler::Scope span("ddp", "DDP wait for reductions");
+    span.arg("step", iteration_);
     for (Bucket& bucket : buckets_) bucket.work->wait();
     if (used_anywhere) used_flags = used_anywhere->wait()[0];
   } catch (const TimeoutError& e) {
@@ -207,6 +216,8 @@ void Reducer::finish_backward() {
 
 void Reducer::write_back(const std::vector<char>& globally_used) {
   NoGradGuard no_grad;
+  profiler::Scope span("ddp", "DDP write-back");
+  span.arg("step", iteration_);
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& param = params_[i].second;
     const Tensor grad = param.grad();

@@ -14,6 +14,7 @@
 #include "distributed/errors.h"
 #include "distributed/launch_env.h"
 #include "distributed/nccl/nccl_comm.h"
+#include "profiler/events.h"
 #include "tensor/check.h"
 #include "tensor/cuda/check.h"
 #include "tensor/cuda/context.h"
@@ -229,6 +230,12 @@ std::shared_ptr<Work> launch(const std::shared_ptr<Shared>& shared,
                              const std::function<void(const Enqueue&)>& body) {
   std::lock_guard lock(shared->mutex);
   const std::string description = describe_seq(shared->next_seq);
+  // The caller's thread enqueues on the NCCL stream; the GPU's own time is for Nsight Systems to show.
+  profiler::Scope span("nccl");
+  if (span.active()) {
+    span.set_name("nccl " + description.substr(0, description.find(' ')) + " (enqueue)");
+    span.name_label();
+  }
   SYNCGRAD_CHECK(shared->broken.empty(), DistributedError, shared->head(description),
                  " was not run: the process group failed earlier (", shared->broken, "); create a new process group");
   ++shared->next_seq;
