@@ -27,7 +27,7 @@ nlohmann::json metadata(const char* what, int pid, uint64_t tid, const nlohmann:
   return {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", args}};
 }
 
-nlohmann::json to_json(const Event& e, int pid, uint64_t tid, int64_t offset_ns) {
+nlohmann::json event_json(const Event& e, int pid, uint64_t tid, int64_t offset_ns) {
   nlohmann::json j = {{"name", e.name}, {"cat", e.category}, {"ph", std::string(1, e.phase)},
                       {"ts", micros(e.start_ns + offset_ns)}, {"pid", pid}, {"tid", tid}};
   if (e.phase == 'X') j["dur"] = micros(e.duration_ns);
@@ -86,12 +86,12 @@ std::string Trace::event_list_json(int pid, const std::string& process_name, int
     const std::string name = thread.name.empty() ? "thread " + std::to_string(thread.tid) : thread.name;
     events.push_back(metadata("thread_name", pid, thread.tid, {{"name", name}}));
     events.push_back(metadata("thread_sort_index", pid, thread.tid, {{"sort_index", thread.tid}}));
-    if (thread.dropped > 0) {
+    if (thread.dropped > 0 && !thread.events.empty()) {
       events.push_back({{"name", "events dropped (--trace limit)"}, {"ph", "i"}, {"s", "t"}, {"pid", pid},
                         {"tid", thread.tid}, {"ts", micros(thread.events.back().start_ns + offset_ns)},
                         {"args", {{"dropped", thread.dropped}}}});
     }
-    for (const Event& e : thread.events) events.push_back(to_json(e, pid, thread.tid, offset_ns));
+    for (const Event& e : thread.events) events.push_back(event_json(e, pid, thread.tid, offset_ns));
   }
   std::string text = events.dump();
   return text.substr(1, text.size() - 2);  // without the brackets, so that lists of several ranks concatenate
