@@ -82,7 +82,8 @@ JobTraceSummary write_job_trace(const profiler::Trace& trace, Store& store, int 
     int64_t round_trip = 0;
     lists.push_back(receive_events(store, r, o, round_trip));
     summary.worst_round_trip_ns = std::max(summary.worst_round_trip_ns, round_trip);
-    round_trips += "," + std::to_string(round_trip / 1000.0);
+    round_trips += ',';
+    round_trips += std::to_string(round_trip / 1000.0);
   }
   const std::string document = profiler::trace_document(
       lists, {{"ranks", std::to_string(world_size)},
