@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `syncgrad-train --trace` costs a 2-rank DDP run (syncgrad-launch, Gloo on 127.0.0.1): runs without a
 # trace (A) and with one recording every step (B: --trace, autograd nodes of at least 50 us) alternate
-# A B A B ..., PAIRS pairs in one go, so that a busy machine slows both alike. Each run's time per step is its
+# A B B A A B ..., PAIRS pairs in one go, so that a busy machine slows both alike and neither always runs first. Each run's time per step is its
 # "done: S steps in T s" line (training without start-up and the final evaluation) divided by S; the overhead is
 # (B - A) / A per pair, and the medians of A and B. The run with --trace also pays the trace's gathering and
 # writing after training, outside that time; the script prints how long the file took to appear.
@@ -30,8 +30,11 @@ echo "trace overhead: $model, 2 ranks (DDP over Gloo), batch $batch per rank, $s
 printf '%-6s %16s %16s %10s\n' pair "A: off (ms/step)" "B: on (ms/step)" overhead
 as=(); bs=(); overheads=()
 for pair in $(seq "$pairs"); do
-  a=$(run)
-  b=$(run --trace "$work/trace.json")
+  if [ $((pair % 2)) -eq 1 ]; then  # A B, then B A: neither always runs first
+    a=$(run); b=$(run --trace "$work/trace.json")
+  else
+    b=$(run --trace "$work/trace.json"); a=$(run)
+  fi
   overhead=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", 100 * (b - a) / a }')
   as+=("$a"); bs+=("$b"); overheads+=("$overhead")
   printf '%-6s %16s %16s %9s%%\n' "$pair" "$a" "$b" "$overhead"

@@ -72,7 +72,10 @@ TEST_CASE("a hand-off joins the queueing thread to the worker by a flow naming t
   });
   worker.join();
   trace.stop();
-  const nlohmann::json events = nlohmann::json::parse("[" + trace.event_list_json(4, "rank 4", 1000) + "]");
+  std::string list = "[";
+  list += trace.event_list_json(4, "rank 4", 1000);
+  list += ']';
+  const nlohmann::json events = nlohmann::json::parse(list);
   bool start = false, finish = false, reduction = false, named = false, short_node = false;
   for (const auto& e : events) {
     CHECK(e["pid"] == 4);

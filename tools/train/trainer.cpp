@@ -89,9 +89,9 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   Allocator& tensor_memory =
       run.device.is_cpu() ? cpu_allocator() : device_backend(run.device.type)->allocator(run.device.index);
   tensor_memory.reset_peak();
+  RunTrace trace(run);  // before the training clock starts: its clock measurement waits for every rank
   ProgressReport progress;
   SampleRecord record(run.shard, c.batch_size, run.rank, std::cerr);
-  RunTrace trace(run);
   bool stop = reached_max_steps(run);
   for (int epoch = run.position.epoch; epoch < c.epochs && !stop; ++epoch) {
     stop = train_epoch(run, progress, record, trace, epoch);
