@@ -246,6 +246,7 @@ void Reducer::launch_step_check() {
   step_check_.reset();
   if (!options_.check_step_agreement || group_->size() == 1) return;
   step_check_mine_ = {forwards_, plan_fingerprint()};
+  const profiler::Label label("DDP step check", -1, iteration_);
   step_check_ = PendingValues::allgather(*group_, step_check_mine_);
 }
 

@@ -27,17 +27,20 @@ nlohmann::json metadata(const char* what, int pid, uint64_t tid, const nlohmann:
   return {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", args}};
 }
 
+// Flow ids count from 1 in every process; in a job's file they must differ between ranks.
+uint64_t job_flow_id(uint64_t flow_id, int pid) { return (static_cast<uint64_t>(pid) << 40) + flow_id; }
+
 nlohmann::json event_json(const Event& e, int pid, uint64_t tid, int64_t offset_ns) {
   nlohmann::json j = {{"name", e.name}, {"cat", e.category}, {"ph", std::string(1, e.phase)},
                       {"ts", micros(e.start_ns + offset_ns)}, {"pid", pid}, {"tid", tid}};
   if (e.phase == 'X') j["dur"] = micros(e.duration_ns);
   if (e.phase == 'i') j["s"] = "t";
-  if (e.phase == 's' || e.phase == 'f') j["id"] = e.flow_id;
+  if (e.phase == 's' || e.phase == 'f') j["id"] = job_flow_id(e.flow_id, pid);
   if (e.phase == 'f') j["bp"] = "e";  // binds to the span that encloses it
   nlohmann::json args = nlohmann::json::object();
   for (size_t i = 0; i < e.number_count; ++i) args[e.numbers[i].key] = e.numbers[i].value;
   if (e.text_key != nullptr) args[e.text_key] = e.text;
-  if (e.phase == 'X' && e.flow_id != 0) args["flow"] = e.flow_id;
+  if (e.phase == 'X' && e.flow_id != 0) args["flow"] = job_flow_id(e.flow_id, pid);
   if (!args.empty()) j["args"] = std::move(args);
   return j;
 }

@@ -79,8 +79,9 @@ TEST_CASE("a hand-off joins the queueing thread to the worker by a flow naming t
   bool start = false, finish = false, reduction = false, named = false, short_node = false;
   for (const auto& e : events) {
     CHECK(e["pid"] == 4);
-    if (e["ph"] == "s") start = e["id"] == handoff.flow_id;
-    if (e["ph"] == "f") finish = e["id"] == handoff.flow_id;
+    const uint64_t job_flow = (uint64_t{4} << 40) + handoff.flow_id;  // flow ids differ between ranks
+    if (e["ph"] == "s") start = e["id"] == job_flow;
+    if (e["ph"] == "f") finish = e["id"] == job_flow;
     if (e["ph"] == "X" && e["name"] == "allreduce") {
       reduction = e["args"]["caller"] == "DDP bucket" && e["args"]["index"] == 3 && e["args"]["step"] == 12 &&
                   e.contains("dur") && e.contains("ts");
