@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # syncgrad-train --trace: a 2-rank DDP run (MLP) writes one trace-event file on rank 0 that trace_check accepts
-# (format, pid = rank, nesting, every bucket launch of rank 0 joined to its Gloo reduction, clocks aligned, the
+# (format, pid = rank, nesting, every bucket launch of rank 0 joined to its Gloo reduction, a checkpoint, clocks aligned, the
 # --trace-steps window); syncgrad-trace-svg draws it as an SVG with a lane per (rank, thread) and a rectangle per
 # span; a single process traces too; bad values are refused naming them.
 # Usage: test_trace.sh syncgrad-launch syncgrad-train trace_check syncgrad-trace-svg
@@ -12,8 +12,9 @@ if ! ls /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte* >/dev/null 2>
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-# Steps 3 to 5 of 6, with every autograd node (--trace-min-us 0) and one data worker.
+# Steps 3 to 5 of 6, with every autograd node (--trace-min-us 0), one data worker and a checkpoint at step 4.
 out=$("$launch" --nproc-per-node 2 "$train" --model mlp --workers 1 --max-steps 6 --log-every 3 \
+  --checkpoint-dir "$tmp/ckpt" --checkpoint-every 4 \
   --trace "$tmp/trace.json" --trace-steps 3:5 --trace-min-us 0 2>&1); status=$?
 echo "$out" | tail -3
 check "2-rank run with --trace succeeds" test $status -eq 0

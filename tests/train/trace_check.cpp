@@ -1,6 +1,6 @@
 // Checks a syncgrad-train --trace file of a DDP run (tests/train/test_trace.sh): the trace-event format
 // (tools/plot/trace_file.h), pid = rank with "rank N" process names, named threads, spans nesting per thread,
-// the trainer's and the library's spans present, every DDP bucket launch of rank 0 joined by a flow to the
+// the trainer's and the library's spans present (a checkpoint inside the window), every DDP bucket launch of rank 0 joined by a flow to the
 // Gloo worker's reduction of that bucket and step, clocks aligned (each rank's "step N" overlaps rank 0's) and
 // exactly the steps of the window. Prints ok/FAILED lines; exit status 1 when one failed.
 // Usage: trace_check TRACE.json RANKS FIRST_STEP LAST_STEP
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   const auto problems = syncgrad::plot::nesting_problems(t);
   check("spans nest properly on every thread", problems.empty(), problems.empty() ? "" : problems.front());
   for (const char* name : {"data wait", "forward", "backward", "optimizer step", "DDP copy into bucket", "DDP launch",
-                           "DDP wait for reductions", "DDP write-back", "load batch", "allreduce"}) {
+                           "DDP wait for reductions", "DDP write-back", "load batch", "allreduce", "checkpoint"}) {
     bool everywhere = true;
     for (int r = 0; r < ranks; ++r) everywhere = everywhere && has_span(t, r, name);
     check(std::string("every rank has \"") + name + "\" spans", everywhere);
