@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # syncgrad-train --trace: a 2-rank DDP run (MLP) writes one trace-event file on rank 0 that trace_check accepts
-# (format, pid = rank, nesting, every bucket launch of rank 0 joined to its Gloo reduction, a checkpoint, clocks aligned, the
-# --trace-steps window); syncgrad-trace-svg draws it as an SVG with a lane per (rank, thread) and a rectangle per
-# span; a single process traces too; bad values are refused naming them.
+# (format, pid = rank, nesting, every bucket launch of rank 0 joined to its Gloo reduction, a checkpoint, clocks
+# aligned, the --trace-steps window); syncgrad-trace-svg draws it as an SVG with a lane per (rank, thread) and a
+# rectangle per span; a single process traces too; bad values are refused naming them.
 # Usage: test_trace.sh syncgrad-launch syncgrad-train trace_check syncgrad-trace-svg
 set -u
 launch="$1"; train="$2"; trace_check="$3"; trace_svg="$4"

@@ -1,9 +1,9 @@
 // Checks a syncgrad-train --trace file of a DDP run (tests/train/test_trace.sh): the trace-event format
 // (tools/plot/trace_file.h), pid = rank with "rank N" process names, named threads, spans nesting per thread,
-// the trainer's and the library's spans present (a checkpoint inside the window), every DDP bucket launch of rank 0 joined by a flow to the
-// Gloo worker's reduction of that bucket and step, clocks aligned (each rank's "step N" overlaps rank 0's) and
-// exactly the steps of the window. Prints ok/FAILED lines; exit status 1 when one failed.
-// Usage: trace_check TRACE.json RANKS FIRST_STEP LAST_STEP
+// the trainer's and the library's spans present (a checkpoint inside the window), every DDP bucket launch of rank 0
+// joined by a flow to the Gloo worker's reduction of that bucket and step, clocks aligned (each rank's "step N"
+// overlaps rank 0's) and exactly the steps of the window. Prints ok/FAILED lines; exit status 1 when one failed. Usage:
+// trace_check TRACE.json RANKS FIRST_STEP LAST_STEP
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -54,14 +54,15 @@ int main(int argc, char** argv) {
   check("each process is named \"rank N\"", named);
   std::string unnamed;
   for (const auto& s : t.spans) {
-    if (!t.thread_names.count({s.pid, s.tid})) unnamed = "pid " + std::to_string(s.pid) + " tid " + std::to_string(s.tid);
+    if (!t.thread_names.count({s.pid, s.tid}))
+      unnamed = "pid " + std::to_string(s.pid) + " tid " + std::to_string(s.tid);
   }
   check("every thread with spans has a thread_name", unnamed.empty(), unnamed);
   std::set<std::string> thread_names;
   for (const auto& [key, name] : t.thread_names) thread_names.insert(name);
-  check("tracks of the training loop, the Gloo worker and a data worker",
-        thread_names.count("main (training loop)") && thread_names.count("gloo worker") &&
-            thread_names.count("data worker 0"));
+  check("tracks of the training loop, the Gloo worker and a data worker", thread_names.count("main (training loop)") &&
+                                                                              thread_names.count("gloo worker") &&
+                                                                              thread_names.count("data worker 0"));
   const auto problems = syncgrad::plot::nesting_problems(t);
   check("spans nest properly on every thread", problems.empty(), problems.empty() ? "" : problems.front());
   for (const char* name : {"data wait", "forward", "backward", "optimizer step", "DDP copy into bucket", "DDP launch",
@@ -71,13 +72,15 @@ int main(int argc, char** argv) {
     check(std::string("every rank has \"") + name + "\" spans", everywhere);
   }
   bool autograd = false;
-  for (const auto& s : t.spans) autograd = autograd || (s.category == "autograd" && s.name.find("Backward") != std::string::npos);
+  for (const auto& s : t.spans)
+    autograd = autograd || (s.category == "autograd" && s.name.find("Backward") != std::string::npos);
   check("autograd nodes appear under their op names", autograd);
 
   // Every bucket launch of rank 0: a flow starts inside it, ends at a Gloo reduction naming the bucket and step.
   std::map<uint64_t, const syncgrad::plot::TraceSpan*> reduction_of_flow;
   for (const auto& s : t.spans) {
-    if (s.pid == 0 && s.category == "gloo" && s.number("flow") > 0) reduction_of_flow[static_cast<uint64_t>(s.number("flow"))] = &s;
+    if (s.pid == 0 && s.category == "gloo" && s.number("flow") > 0)
+      reduction_of_flow[static_cast<uint64_t>(s.number("flow"))] = &s;
   }
   int launches = 0, matched = 0;
   std::string unmatched;
@@ -98,7 +101,8 @@ int main(int argc, char** argv) {
     if (found) {
       ++matched;
     } else if (unmatched.empty()) {
-      unmatched = "bucket " + std::to_string(launch.number("bucket")) + " step " + std::to_string(launch.number("step"));
+      unmatched =
+          "bucket " + std::to_string(launch.number("bucket")) + " step " + std::to_string(launch.number("step"));
     }
   }
   check("rank 0 launched buckets (" + std::to_string(launches) + ")", launches > 0);
@@ -121,7 +125,8 @@ int main(int argc, char** argv) {
   check("exactly steps " + std::to_string(first) + ".." + std::to_string(last) + " are recorded on every rank", window);
   bool forward_in_window = true;
   for (const auto& s : t.spans) {
-    if (s.name == "forward") forward_in_window = forward_in_window && expected.count(static_cast<int>(s.number("step")));
+    if (s.name == "forward")
+      forward_in_window = forward_in_window && expected.count(static_cast<int>(s.number("step")));
   }
   check("forward spans only of steps in the window", forward_in_window);
   bool aligned = true;

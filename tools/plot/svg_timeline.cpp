@@ -84,7 +84,8 @@ std::string render_timeline_svg(const TraceFile& trace, const TimelineOptions& o
   SYNCGRAD_CHECK(o.from_ms >= 0 && to_us > from_us, ValueError, "timeline: the window [", o.from_ms, ", ", o.to_ms,
                  "] ms is empty; the trace spans ", (last_us - first_us) / 1000, " ms");
   const std::vector<Lane> lanes = lanes_of(trace, from_us, to_us);
-  SYNCGRAD_CHECK(!lanes.empty(), ValueError, "timeline: no span lies in the window [", o.from_ms, ", ", o.to_ms, "] ms");
+  SYNCGRAD_CHECK(!lanes.empty(), ValueError, "timeline: no span lies in the window [", o.from_ms, ", ", o.to_ms,
+                 "] ms");
   std::map<std::string, std::string> colors;
   for (const TraceSpan& s : trace.spans) {
     if (!colors.count(s.category)) colors[s.category] = kPalette[colors.size() % kPalette.size()];
@@ -94,14 +95,17 @@ std::string render_timeline_svg(const TraceFile& trace, const TimelineOptions& o
   const double axis_y = height;
   height += kAxisHeight + 24;
   const double x0 = kLabelWidth, x1 = o.width - kRight;
-  const auto x_of = [&](double us) { return x0 + (std::clamp(us, from_us, to_us) - from_us) / (to_us - from_us) * (x1 - x0); };
+  const auto x_of = [&](double us) {
+    return x0 + (std::clamp(us, from_us, to_us) - from_us) / (to_us - from_us) * (x1 - x0);
+  };
 
   std::string svg = svg_document_start(o.width, height, o.title);
   double legend_x = 10;
   for (const auto& [category, color] : colors) {
-    svg += fmt::format("<rect x=\"{:.1f}\" y=\"32\" width=\"12\" height=\"12\" fill=\"{}\"/>"
-                       "<text x=\"{:.1f}\" y=\"42\" font-size=\"11\">{}</text>\n",
-                       legend_x, color, legend_x + 16, svg_escape(category.empty() ? "(none)" : category));
+    svg += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"32\" width=\"12\" height=\"12\" fill=\"{}\"/>"
+        "<text x=\"{:.1f}\" y=\"42\" font-size=\"11\">{}</text>\n",
+        legend_x, color, legend_x + 16, svg_escape(category.empty() ? "(none)" : category));
     legend_x += 24 + kCharWidth * static_cast<double>(std::max<size_t>(category.size(), 6));
   }
   double y = kTop;
@@ -115,10 +119,10 @@ std::string render_timeline_svg(const TraceFile& trace, const TimelineOptions& o
     for (const auto& [span, depth] : lane.spans) {
       const double left = x_of(span->ts_us), right = std::max(x_of(span->end_us()), left + 0.5);
       const double top = y + depth * kRowHeight + 1;
-      svg += fmt::format("<rect class=\"span\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" "
-                         "stroke=\"white\" stroke-width=\"0.3\"><title>{} ({:.3f} ms)</title></rect>\n",
-                         left, top, right - left, kRowHeight - 2, colors[span->category], svg_escape(span->name),
-                         span->dur_us / 1000);
+      svg += fmt::format(
+          "<rect class=\"span\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" "
+          "stroke=\"white\" stroke-width=\"0.3\"><title>{} ({:.3f} ms)</title></rect>\n",
+          left, top, right - left, kRowHeight - 2, colors[span->category], svg_escape(span->name), span->dur_us / 1000);
       const size_t fits = static_cast<size_t>((right - left - 4) / kCharWidth);
       if (fits >= 3) {
         const std::string label = span->name.size() <= fits ? span->name : span->name.substr(0, fits - 1) + "~";
@@ -134,9 +138,10 @@ std::string render_timeline_svg(const TraceFile& trace, const TimelineOptions& o
                      axis_y, x1);
   for (double t = 0; t <= span_ms + 1e-9; t += step) {
     const double px = x0 + t / span_ms * (x1 - x0);
-    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"black\"/>"
-                       "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\" font-size=\"11\">{4:g}</text>\n",
-                       px, axis_y, axis_y + 5, axis_y + 18, o.from_ms + t);
+    svg += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"black\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\" font-size=\"11\">{4:g}</text>\n",
+        px, axis_y, axis_y + 5, axis_y + 18, o.from_ms + t);
   }
   svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">time (ms)</text>\n", (x0 + x1) / 2,
                      axis_y + 36);

@@ -65,7 +65,8 @@ TraceFile parse_trace(const std::string& text, const std::string& what) {
     const json& e = (*events)[i];
     if (!e.is_object()) bad(what, i, "is not an object");
     const json& ph = field(e, "ph", what, i);
-    if (!ph.is_string() || ph.get<std::string>().size() != 1 || kPhases.find(ph.get<std::string>()[0]) == std::string::npos) {
+    if (!ph.is_string() || ph.get<std::string>().size() != 1 ||
+        kPhases.find(ph.get<std::string>()[0]) == std::string::npos) {
       bad(what, i, "has an unknown \"ph\" " + ph.dump());
     }
     const char phase = ph.get<std::string>()[0];
@@ -73,7 +74,8 @@ TraceFile parse_trace(const std::string& text, const std::string& what) {
     if (!name.is_string()) bad(what, i, "has a \"name\" that is not a string");
     const json& pid = field(e, "pid", what, i);
     const json& tid = field(e, "tid", what, i);
-    if (!pid.is_number_integer() || !tid.is_number_integer()) bad(what, i, "has a \"pid\" or \"tid\" that is not an integer");
+    if (!pid.is_number_integer() || !tid.is_number_integer())
+      bad(what, i, "has a \"pid\" or \"tid\" that is not an integer");
     ++trace.events;
     if (phase == 'M') {
       if (!e.contains("args") || !e["args"].is_object()) bad(what, i, "(metadata) has no \"args\" object");
@@ -102,8 +104,10 @@ TraceFile parse_trace(const std::string& text, const std::string& what) {
       trace.spans.push_back(std::move(span));
     } else if (phase == 's' || phase == 't' || phase == 'f') {
       const json& id = field(e, "id", what, i);
-      if (!id.is_number_unsigned() && !id.is_string()) bad(what, i, "(flow) has an \"id\" that is neither a number nor a string");
-      TraceFlow flow{phase, id.is_number_unsigned() ? id.get<uint64_t>() : std::hash<std::string>{}(id.get<std::string>()),
+      if (!id.is_number_unsigned() && !id.is_string())
+        bad(what, i, "(flow) has an \"id\" that is neither a number nor a string");
+      TraceFlow flow{phase,
+                     id.is_number_unsigned() ? id.get<uint64_t>() : std::hash<std::string>{}(id.get<std::string>()),
                      pid.get<int>(), tid.get<int64_t>(), ts.get<double>()};
       trace.flows.push_back(flow);
     }
