@@ -112,3 +112,7 @@
 #include "distributed/training_state.h"
 #include "distributed/elastic.h"
 #include "distributed/comm_state_io.h"
+#include "profiler/events.h"
+#include "profiler/trace.h"
+#include "distributed/trace_clock.h"
+#include "distributed/trace_gather.h"

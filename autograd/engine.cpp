@@ -9,6 +9,7 @@
 #include "autograd/accumulate_grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/meta.h"
+#include "profiler/events.h"
 #include "tensor/check.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
@@ -131,6 +132,9 @@ void execute(GraphTask& task, const std::vector<Edge>& root_edges, const std::ve
       }
     }
     GradList outputs;
+    // Nodes that take long enough to matter show on the timeline under their op's name (profiler/events.h).
+    profiler::Scope span("autograd", "", profiler::Scope::Detail::kAboveThreshold);
+    if (span.active()) span.set_name(node->name());
     if (is_accumulator) {
       if (task.accumulate) node->apply(std::move(grads));
     } else {

@@ -16,3 +16,4 @@ int bench_resnet_main(int argc, char** argv);        // bench/bench_resnet.cpp
 int bench_cuda_main(int argc, char** argv);          // bench/cuda_subcommand.cpp (loads bench/bench_cuda.cpp)
 int bench_checkpoint_main(int argc, char** argv);    // bench/bench_checkpoint.cpp
 int bench_activation_checkpointing_main(int argc, char** argv);  // bench/bench_activation_checkpointing.cpp
+int bench_trace_main(int argc, char** argv);         // bench/bench_trace.cpp

@@ -40,6 +40,7 @@ const Subcommand kSubcommands[] = {
      bench_checkpoint_main},
     {"activation-checkpointing", "a GPT step's peak memory and time with or without activation checkpointing",
      bench_activation_checkpointing_main},
+    {"trace", "the cost of one timeline span (syncgrad-train --trace), tracing off and on", bench_trace_main},
 };
 
 void print_help(std::FILE* out) {

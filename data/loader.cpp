@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "profiler/events.h"
 #include "tensor/backend.h"
 #include "tensor/check.h"
 
@@ -128,6 +129,7 @@ DataLoader::Iterator DataLoader::begin() {
 }
 
 std::optional<Batch> DataLoader::fetch_next() {
+  profiler::Scope span("data", "data wait");  // the caller waiting for its next batch
   auto start = std::chrono::steady_clock::now();
   std::optional<Batch> batch;
   try {

@@ -9,6 +9,7 @@
 
 #include "data/loader_errors.h"
 #include "data/worker_info.h"
+#include "profiler/events.h"
 
 namespace syncgrad::data {
 
@@ -82,6 +83,7 @@ void WorkerPool::abandon() {
 }
 
 void WorkerPool::run(int id) {
+  profiler::set_thread_name("data worker " + std::to_string(id));
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     work_cv_.wait(lock, [&] { return stop_ || (next_dispatch_ < end_ && next_dispatch_ < next_take_ + window_); });
@@ -96,6 +98,8 @@ void WorkerPool::run(int id) {
     Result result;
     {
       WorkerScope scope(WorkerInfo{id, num_workers_, epoch, worker_seed(seed_, epoch, id)});
+      profiler::Scope span("data", "load batch");
+      span.arg("batch", batch).arg("epoch", epoch);
       try {
         result.batch = maker_->make((*plan)[static_cast<size_t>(batch)], epoch, batch, id);
       } catch (...) {

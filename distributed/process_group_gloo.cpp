@@ -33,6 +33,7 @@
 #include "distributed/gloo_small_allreduce.h"
 #include "distributed/gloo_store.h"
 #include "distributed/hash_store.h"
+#include "profiler/events.h"
 #include "tensor/check.h"
 #include "tensor/ops/views.h"
 
@@ -48,6 +49,7 @@ struct Task {
   std::function<void(uint32_t tag, const std::shared_ptr<Work>& work)> post;
   // SYNCGRAD_DEBUG=detail: compared across ranks before the body runs.
   std::optional<CollectiveFingerprint> fingerprint;
+  profiler::Handoff handoff;  // while tracing: the flow from the caller to the worker, and its Label
 };
 
 
@@ -187,6 +189,13 @@ struct ProcessGroupGloo::Shared {
       return;
     }
     std::exception_ptr error;
+    profiler::Scope span("gloo");  // the collective on the worker's track, named by its kind ("allreduce")
+    if (span.active()) {
+      const std::string& description = task.work->description();
+      span.set_name(description.substr(0, description.find(' ')));
+      span.arg("seq", task.tag);
+      span.receive(task.handoff);
+    }
     task.work->mark_started();
     try {
       if (task.fingerprint && context) {
@@ -212,6 +221,7 @@ struct ProcessGroupGloo::Shared {
   }
 
   static void worker_loop(std::shared_ptr<Shared> self) {
+    profiler::set_thread_name("gloo worker");
     for (;;) {
       Task task;
       {
@@ -443,7 +453,7 @@ std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupGloo::Shared>& s
       shared->flight->record(seq, described.call);
       work->set_flight(shared->flight, seq);
     }
-    Task task{work, std::move(body), static_cast<uint32_t>(seq), std::move(post), std::nullopt};
+    Task task{work, std::move(body), static_cast<uint32_t>(seq), std::move(post), std::nullopt, profiler::hand_off()};
     if (shared->check_collectives && !task.post) task.fingerprint = fingerprint_of(described.call);
     shared->queue.push_back(std::move(task));
   }

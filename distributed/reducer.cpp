@@ -11,6 +11,7 @@
 #include "distributed/collective_caller.h"
 #include "distributed/errors.h"
 #include "distributed/flight_recorder.h"
+#include "profiler/events.h"
 #include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/elementwise.h"
@@ -175,6 +176,8 @@ void Reducer::shadow_backward() {
 
 void Reducer::mark_ready(size_t index, bool used) {
   NoGradGuard no_grad;
+  profiler::Scope span("ddp", "DDP copy into bucket");
+  span.arg("bucket", static_cast<int64_t>(bucket_of_[index])).arg("step", iteration_);
   Bucket& bucket = buckets_[bucket_of_[index]];
   const Tensor& view = view_of(index);
   if (used) {
@@ -195,6 +198,10 @@ void Reducer::launch_full_buckets() {
     Bucket& bucket = buckets_[next_launch_];
     bucket.grad.iteration = iteration_;
     const CollectiveCaller caller("DDP bucket %zu", next_launch_);
+    // The collectives the hook queues carry the label to the process group's worker (profiler/events.h).
+    const profiler::Label label("DDP bucket", static_cast<int64_t>(next_launch_), iteration_);
+    profiler::Scope span("ddp", "DDP launch");
+    span.arg("bucket", static_cast<int64_t>(next_launch_)).arg("step", iteration_);
     bucket.work = hook_->launch(*group_, bucket.grad);
     ++next_launch_;
   }
@@ -227,6 +234,8 @@ void Reducer::finish_backward(bool shadow) {
   stats_ = DDPStats{};
   std::vector<int64_t> used_flags;
   try {
+    profiler::Scope span("ddp", "DDP wait for reductions");
+    span.arg("step", iteration_);
     for (Bucket& bucket : buckets_) bucket.work->wait();
     if (used_anywhere) used_flags = used_anywhere->wait()[0];
   } catch (const TimeoutError& e) {
@@ -267,6 +276,8 @@ void Reducer::finish_backward(bool shadow) {
 
 void Reducer::write_back(const std::vector<char>& globally_used) {
   NoGradGuard no_grad;
+  profiler::Scope span("ddp", "DDP write-back");
+  span.arg("step", iteration_);
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& param = params_[i].second;
     const Tensor grad = param.grad();
@@ -296,6 +307,7 @@ void Reducer::launch_step_check() {
   if (!options_.check_step_agreement || group_->size() == 1) return;
   step_check_mine_ = {forwards_, plan_fingerprint()};
   const CollectiveCaller caller("DDP step check");
+  const profiler::Label label("DDP step check", -1, iteration_);
   step_check_ = PendingValues::allgather(*group_, step_check_mine_);
 }
 

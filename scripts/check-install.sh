@@ -31,9 +31,9 @@ private="distributed/gloo_reduce.h distributed/gloo_store.h distributed/socket.h
          distributed/route_address.h distributed/tcp_store_data.h distributed/tcp_store_protocol.h
          distributed/gloo_small_allreduce.h distributed/gloo_ring.h distributed/gloo_counted_buffer.h
          distributed/tcp_store_log.h distributed/job_identity.h distributed/env_values.h distributed/rendezvous_report.h
-         distributed/rank_heartbeat.h"
+         distributed/rank_heartbeat.h profiler/thread_buffer.h profiler/session_state.h"
 for h in syncgrad.h tensor/*.h tensor/ops/*.h tensor/io/*.h autograd/*.h autograd/ops/*.h nn/*.h optim/*.h \
-         data/*.h distributed/*.h models/*.h; do
+         data/*.h distributed/*.h models/*.h profiler/*.h; do
   case " $(echo $private) " in *" $h "*) continue ;; esac
   [ -e "$inc/$h" ] || { echo "FAILED: $h is not installed (add it to install_headers in meson.build)"; missing=1; }
 done

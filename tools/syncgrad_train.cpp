@@ -228,6 +228,35 @@ void add_parallel_options(CLI::App& app, TrainConfig& c) {
              "loss scaling); parameters and optimizer state stay float32");
 }
 
+// --trace and its window: a timeline for Perfetto / chrome://tracing (tools/train/run_trace.h).
+void add_trace_options(CLI::App& app, TrainConfig& c) {
+  CLI::Option* trace = app.add_option("--trace", c.trace_file,
+                 "write a timeline of the run here (trace-event JSON: open it in ui.perfetto.dev or chrome://tracing): "
+                 "per rank and thread, the steps' data wait, forward, backward, DDP bucket copies / launches / "
+                 "reductions / write-back, optimizer step, checkpoints, evaluation and slow autograd nodes; rank 0 "
+                 "writes one file for the whole job")
+      ->type_name("FILE")
+      ->check(CLI::Validator(
+          [](std::string& path) {
+            try {
+              syncgrad::profiler::check_trace_path(path);
+              return std::string();
+            } catch (const syncgrad::IOError& e) {
+              return std::string(e.what());
+            }
+          },
+          "a writable file path"));
+  add_parsed(app, "--trace-steps", c.trace_steps, train::parse_trace_steps,
+             "with --trace: record only optimizer steps A to B (A:B, counted from 1 as the progress lines count)")
+      ->type_name("A:B")
+      ->needs(trace);
+  app.add_option("--trace-min-us", c.trace_min_us,
+                 "with --trace: leave out autograd nodes shorter than this many microseconds")
+      ->check(cli::whole_in(0, 60'000'000))
+      ->capture_default_str()
+      ->needs(trace);
+}
+
 // The job's result line, e.g. "done: 938 steps in 41.2 s, 1456 samples/s, test accuracy 86.31%, peak ...".
 void print_summary(const train::TrainSummary& s) {
   const std::string memory = s.device.is_cpu() ? "peak tensor memory" : "peak " + s.device.str() + " memory";
@@ -268,6 +297,7 @@ int main(int argc, char** argv) {
   add_parallel_options(app, config);
   ReportOptions report;
   add_report_options(app, report);
+  add_trace_options(app, config);
   try {
     app.parse(argc, argv);  // --device and --comm-hook values that do not parse throw syncgrad::ValueError
     config.elastic = config.elastic || syncgrad::distributed::elastic_requested_by_environment();

@@ -15,6 +15,7 @@
 #include "distributed/flight_recorder.h"
 #include "distributed/launch_env.h"
 #include "distributed/nccl/nccl_comm.h"
+#include "profiler/events.h"
 #include "tensor/check.h"
 #include "tensor/cuda/check.h"
 #include "tensor/cuda/context.h"
@@ -233,6 +234,12 @@ std::shared_ptr<Work> launch(const std::shared_ptr<Shared>& shared,
   const uint64_t seq = shared->next_seq;
   const distributed::DescribedCall described = describe_seq(seq);
   const std::string& description = described.text;
+  // The caller's thread enqueues on the NCCL stream; the GPU's own time is for Nsight Systems to show.
+  profiler::Scope span("nccl");
+  if (span.active()) {
+    span.set_name("nccl " + description.substr(0, description.find(' ')) + " (enqueue)");
+    span.name_label();
+  }
   SYNCGRAD_CHECK(shared->broken.empty(), DistributedError, shared->head(description),
                  " was not run: the process group failed earlier (", shared->broken, "); create a new process group");
   ++shared->next_seq;

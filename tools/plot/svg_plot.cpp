@@ -176,3 +176,26 @@ void write_svg(const std::string& path, const PlotSpec& spec) {
 }
 
 }  // namespace syncgrad::plot
+
+namespace syncgrad::plot {
+
+std::string svg_escape(const std::string& text) { return escape(text); }
+
+std::string svg_document_start(double width, double height, const std::string& title) {
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
+      "<text x=\"10\" y=\"22\" font-size=\"14\">{2}</text>\n",
+      width, height, escape(title));
+}
+
+void write_svg_file(const std::string& path, const std::string& svg) {
+  std::ofstream out(path);
+  out << svg;
+  out.flush();
+  SYNCGRAD_CHECK(out, IOError, "cannot write ", path, " (does its directory exist?)");
+}
+
+}  // namespace syncgrad::plot

@@ -34,3 +34,13 @@ std::string render_svg(const PlotSpec& spec);
 void write_svg(const std::string& path, const PlotSpec& spec);
 
 }  // namespace syncgrad::plot
+
+namespace syncgrad::plot {
+
+// The pieces other pictures (svg_timeline.h) build on: text escaped for SVG, the opening of a document of the
+// given size on a white background with a title, and writing a document to a file (IOError naming the path).
+std::string svg_escape(const std::string& text);
+std::string svg_document_start(double width, double height, const std::string& title);
+void write_svg_file(const std::string& path, const std::string& svg);
+
+}  // namespace syncgrad::plot

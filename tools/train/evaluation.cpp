@@ -42,6 +42,8 @@ Evaluation evaluate(const Task& task, nn::Module& model, distributed::ProcessGro
 }
 
 Evaluation evaluate(TrainingRun& run) {
+  profiler::Scope span("train", "evaluation");
+  span.arg("step", run.position.step);
   if (run.ddp) run.ddp->broadcast_buffers();
   return evaluate(*run.task, *run.model, run.job.group().get());
 }

@@ -41,6 +41,9 @@ distributed::Settings shared_options(const TrainConfig& config) {
       settings.emplace_back(flag_of(key), value.is_string() ? value.get<std::string>() : value.dump());
     }
   }
+  // Every rank takes part in the trace's clock measurement and gathering, so all or none trace the same steps.
+  settings.emplace_back("--trace", config.trace_file.empty() ? "not given" : "given");
+  settings.emplace_back("--trace-steps", to_string(config.trace_steps));
   return settings;
 }
 

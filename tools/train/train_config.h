@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tools/train/train_choices.h"
+#include "tools/train/trace_steps.h"
 
 namespace syncgrad::train {
 
@@ -66,6 +67,11 @@ struct TrainConfig {
   // of the model: they are not written to the JSON (a resumed run takes its own).
   std::optional<double> timeout_seconds{};
   std::optional<double> rendezvous_timeout_seconds{};
+  // --trace FILE: a timeline of the run for Perfetto / chrome://tracing (run_trace.h), of the steps in
+  // --trace-steps, with autograd nodes of at least --trace-min-us; like the timeouts, not written to the JSON.
+  std::string trace_file;
+  TraceSteps trace_steps;
+  int64_t trace_min_us = 50;
 
   std::string to_json() const;
   static TrainConfig from_json(const std::string& text);

@@ -8,6 +8,7 @@
 #include "tensor/out_of_memory_context.h"
 #include "tools/train/peak_rss.h"
 #include "tools/train/progress_report.h"
+#include "tools/train/run_trace.h"
 #include "tools/train/sample_record.h"
 #include "tools/train/training_checkpoint.h"
 #include "tools/train/training_run.h"
@@ -21,11 +22,12 @@ bool reached_max_steps(const TrainingRun& run) {
 }
 
 // Trains `epoch` from the loader's position; true when --max-steps stopped it.
-bool train_epoch(TrainingRun& run, ProgressReport& progress, SampleRecord& record, int epoch) {
+bool train_epoch(TrainingRun& run, ProgressReport& progress, SampleRecord& record, RunTrace& trace, int epoch) {
   if (run.shard) run.shard->set_epoch(epoch);
   run.batches_per_epoch = run.loader->num_batches();
   const data::LoaderState start = run.loader->state();
   record.begin_epoch(epoch, start.epoch == epoch ? start.batches_consumed : 0);
+  trace.begin_step(run.position.step + 1);
   for (data::Batch& host_batch : *run.loader) {
     record.add_batch();
     const data::Batch batch = run.device.is_cpu() ? host_batch : on_device(host_batch, run.device);
@@ -43,6 +45,8 @@ bool train_epoch(TrainingRun& run, ProgressReport& progress, SampleRecord& recor
     progress.add_step(run);
     progress.report_if_due(run, epoch);
     save_if_due(run);
+    trace.end_step(run.position.step);
+    trace.begin_step(run.position.step + 1);
     if (reached_max_steps(run)) return true;
   }
   return false;
@@ -76,14 +80,17 @@ TrainSummary run_training(const TrainConfig& c, std::ostream& console) {
   Allocator& tensor_memory =
       run.device.is_cpu() ? cpu_allocator() : device_backend(run.device.type)->allocator(run.device.index);
   tensor_memory.reset_peak();
+  RunTrace trace(run);  // before the training clock starts: its clock measurement waits for every rank
   ProgressReport progress(run, tensor_memory);
   SampleRecord record(run.shard, c.batch_size, run.rank, std::cerr);
   bool stop = reached_max_steps(run);
   for (int epoch = run.position.epoch; epoch < c.epochs && !stop; ++epoch) {
-    stop = train_epoch(run, progress, record, epoch);
+    stop = train_epoch(run, progress, record, trace, epoch);
     end_epoch(run);
   }
-  return summarize(run, progress, tensor_memory);
+  TrainSummary summary = summarize(run, progress, tensor_memory);
+  trace.finish(console);
+  return summary;
 }
 
 }  // namespace syncgrad::train

@@ -11,6 +11,7 @@
 #include "distributed/elastic.h"
 #include "tensor/check.h"
 #include "tensor/generator.h"
+#include "profiler/events.h"
 #include "tensor/io/checkpoint_directory.h"
 #include "tools/train/rank0_work.h"
 
@@ -37,6 +38,8 @@ std::string save(TrainingRun& run) {
   record_position(run);
   run.losses.check();
   if (!run.rank0_saves) return "";
+  profiler::Scope span("train", "checkpoint");  // rank 0 writes, the others wait for it
+  span.arg("step", run.position.step);
   // Collective: each rank's comm hook state (PowerSGD's error feedback) goes into rank 0's checkpoint.
   if (run.ddp) run.position.comm_state = distributed::gather_comm_state(*run.ddp);
   std::string dir;

@@ -2,6 +2,7 @@
 #include "tools/train/training_step.h"
 
 #include "autograd/autocast.h"
+#include "profiler/events.h"
 #include "syncgrad.h"
 #include "tools/train/lr_schedule.h"
 
@@ -24,11 +25,15 @@ void train_micro_batch(TrainingRun& run, const data::Batch& batch, const MicroBa
   if (place.begins_step) run.optimizer->zero_grad();
   Tensor loss;
   {
+    profiler::Scope span("train", "forward");
+    span.arg("step", run.position.step + 1);
     const DType amp_dtype = c.amp == AmpMode::kFp16 ? DType::f16 : DType::bf16;
     auto autocast_scope = autocast(run.autocast_device, amp_dtype, c.amp != AmpMode::kOff);
     loss = run.task->loss(*run.trained, batch);
   }
   Tensor scaled = run.scaler.scale(c.accumulate > 1 ? div(loss, Scalar(static_cast<double>(c.accumulate))) : loss);
+  profiler::Scope span("train", "backward");  // with DDP's bucket reductions, waited for at its end
+  span.arg("step", run.position.step + 1);
   if (run.ddp && !place.ends_step) {
     auto local_only = run.ddp->no_sync();
     scaled.backward();
@@ -39,6 +44,8 @@ void train_micro_batch(TrainingRun& run, const data::Batch& batch, const MicroBa
 }
 
 void optimizer_step(TrainingRun& run) {
+  profiler::Scope span("train", "optimizer step");
+  span.arg("step", run.position.step + 1);
   run.optimizer->set_lr(lr_at(run.config, run.world, run.position.step, run.total_steps));
   run.scaler.step(*run.optimizer);  // a plain optimizer step unless --amp fp16 found inf/NaN gradients
   run.scaler.update();
