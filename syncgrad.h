@@ -110,3 +110,4 @@
 #include "distributed/training_state.h"
 #include "distributed/elastic.h"
 #include "distributed/comm_state_io.h"
+#include "distributed/zero_redundancy_optimizer.h"

@@ -7,6 +7,7 @@
 #include "autograd/grad_mode.h"
 #include "distributed/consistency.h"
 #include "distributed/errors.h"
+#include "distributed/reduce_scatter_hook.h"
 #include "tensor/check.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -57,7 +58,11 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                  std::to_string(kMaxBucketMiB), " MiB (got ", std::to_string(options_.bucket_cap_mb), " and ",
                  std::to_string(options_.first_bucket_mb), ")");
   register_module("module", module_);
-  if (!options_.comm_hook) options_.comm_hook = allreduce_hook();
+  SYNCGRAD_CHECK(!options_.gradient_sharding || !options_.gradient_as_bucket_view, ValueError,
+                 "DistributedDataParallel: gradient_sharding keeps no full gradients, so there is no bucket view to "
+                 "hand out; leave gradient_as_bucket_view false");
+  if (!options_.comm_hook) options_.comm_hook = options_.gradient_sharding ? reduce_scatter_hook() : allreduce_hook();
+  check_sharding_hook(options_.gradient_sharding, *options_.comm_hook);
   check_same_on_all_ranks(*group_, describe(*module_, options_, *options_.comm_hook), "DistributedDataParallel",
                           "every rank must build the same model and pass the same DDP options");
   {
@@ -87,6 +92,11 @@ Tensor DistributedDataParallel::forward(const Tensor& input) {
   if (options_.broadcast_buffers && group_->size() > 1 && is_training()) broadcast_buffers();
   if (is_training() && autograd::GradMode::is_enabled()) reducer_->note_forward();
   return module_->forward(input);
+}
+
+std::vector<Tensor> DistributedDataParallel::gradient_shards() const {
+  const auto* hook = dynamic_cast<const ReduceScatterHook*>(reducer_->comm_hook().get());
+  return hook ? hook->shards() : std::vector<Tensor>{};
 }
 
 std::vector<std::pair<std::string, Tensor>> DistributedDataParallel::comm_state() const {

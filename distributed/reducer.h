@@ -35,6 +35,11 @@ struct DDPOptions {
   // so ranks that got out of step fail with a DesyncError naming them instead of mixing gradients of
   // different steps (one tiny allgather per step, sent ahead of the buckets).
   bool check_step_agreement = true;
+  // ZeRO-2: each bucket is reduce-scattered (reduce_scatter_hook.h) instead of allreduced, every rank keeping only
+  // its shard of the averaged gradients (for ZeroRedundancyOptimizer::use_gradient_shards); param.grad is freed
+  // once copied into its bucket and stays empty after backward. Buckets keep their initial plan (no rebuild in
+  // gradient-ready order) so they stay the optimizer's segments. Not with gradient_as_bucket_view or another hook.
+  bool gradient_sharding = false;
 };
 
 // Timing of the last synchronised backward.
