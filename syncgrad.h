@@ -111,3 +111,4 @@
 #include "distributed/elastic.h"
 #include "distributed/comm_state_io.h"
 #include "distributed/zero_redundancy_optimizer.h"
+#include "distributed/zero_checkpoint.h"

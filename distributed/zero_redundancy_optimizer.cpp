@@ -284,14 +284,19 @@ double ZeroRedundancyOptimizer::clip_grad_norm_(double max_norm, double norm_typ
   double partial = 0, nan = 0;
   for (const Tensor& g : shards) {
     if (g.numel() == 0) continue;
-    const Tensor g64 = raw::to(g, DType::f64);
+    // As optim::clip_grad_norm_ computes it: half gradients in float32, squares summed in float64.
+    const bool half = g.dtype() == DType::f16 || g.dtype() == DType::bf16;
+    const Tensor x = half ? raw::to(g, DType::f32) : g;
     double part = 0;
     if (infinity) {
-      part = raw::max(raw::abs(g64)).item<double>();
+      part = raw::to(raw::max(raw::abs(x)), DType::f64).item<double>();
     } else if (norm_type == 2.0) {
-      part = raw::sum(raw::square(g64)).item<double>();
+      part = raw::sum(raw::square(x), {}, false, DType::f64).item<double>();
+    } else if (norm_type == 1.0) {
+      part = raw::sum(raw::abs(x), {}, false, DType::f64).item<double>();
     } else {
-      part = raw::sum(raw::pow(raw::abs(g64), Scalar(norm_type))).item<double>();
+      part = raw::sum(raw::pow(raw::abs(raw::to(x, DType::f64)), Scalar(norm_type)), {}, false, DType::f64)
+                 .item<double>();
     }
     if (std::isnan(part)) nan = 1;
     partial = infinity ? std::max(partial, part) : partial + part;

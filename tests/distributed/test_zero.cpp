@@ -18,6 +18,7 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/views.h"
 #include "distributed/ddp.h"
+#include "distributed/zero_checkpoint.h"
 #include "distributed/zero_redundancy_optimizer.h"
 #include "models/gpt.h"
 #include "models/models.h"
@@ -96,8 +97,19 @@ Setup make_setup(const std::function<std::shared_ptr<nn::Module>()>& make_model,
 // around step() that were not freed).
 struct Run {
   std::vector<double> losses;
-  size_t state_bytes = 0;
+  size_t state_bytes = 0;   // allocator blocks (size classes) under the tag
+  size_t state_tensor_bytes = 0;  // the state tensors' own bytes
 };
+
+// Bytes of the state tensors this rank holds (not the step counts).
+size_t state_tensor_bytes(const Setup& s) {
+  const optim::OptimizerStateDict state = s.zero ? s.zero->local_state_dict() : s.opt->state_dict();
+  size_t bytes = 0;
+  for (const auto& [key, value] : state.tensors) {
+    if (key.size() < 5 || key.substr(key.size() - 5) != ".step") bytes += value.nbytes();
+  }
+  return bytes;
+}
 
 using LossFn = std::function<Tensor(nn::Module&, int step, int rank)>;
 
@@ -113,7 +125,11 @@ Run train(Setup& s, const LossFn& loss_of, int steps, int rank, int tag) {
     }
     run.losses.push_back(loss.item<double>());
   }
+  // The last collective's buffers are released by the process group's worker a moment after wait() returns:
+  // one more collective behind it makes sure they are gone before the count is read.
+  default_group().barrier()->wait();
   run.state_bytes = memory_tag_stats(tag).allocated_bytes;
+  run.state_tensor_bytes = state_tensor_bytes(s);
   return run;
 }
 
@@ -154,12 +170,21 @@ void compare_modes(const std::function<std::shared_ptr<nn::Module>()>& make_mode
       expect(rel <= 1e-6, std::string(mode_name(mode)) + " step " + std::to_string(i) + ": loss " +
                               describe({run.losses[i]}) + "vs DDP's " + describe({reference.losses[i]}));
     }
-    // State: DDP's / W, plus the padding of each segment (< W elements of state per buffer and segment).
+    // State tensors: DDP's / W plus the padding of each segment (< W elements per buffer and segment), exactly.
+    const int64_t padding = static_cast<int64_t>(run.state_tensor_bytes) * world -
+                            static_cast<int64_t>(reference.state_tensor_bytes);
+    const auto& segments = s.zero->layout().segments();
+    const int64_t most_padding = static_cast<int64_t>(segments.size()) * world * 4 * 2;
+    expect(padding >= 0 && padding < most_padding,
+           std::string(mode_name(mode)) + ": state tensors of " + std::to_string(run.state_tensor_bytes) +
+               " bytes are not 1/" + std::to_string(world) + " of DDP's " +
+               std::to_string(reference.state_tensor_bytes) + " plus padding");
+    // Allocator blocks under the tag: the same share up to the size classes' rounding (at most 1/4 per block).
     const double share = static_cast<double>(run.state_bytes) / static_cast<double>(reference.state_bytes);
     report(std::string(mode_name(mode)) + " state bytes " + std::to_string(run.state_bytes) + " vs DDP " +
            std::to_string(reference.state_bytes) + " (" + std::to_string(share * world) + " x 1/W)");
-    expect(reference.state_bytes > 0, "DDP's optimizer allocated no state under its tag");
-    expect(share * world < 1.05 && share * world > 0.95,
+    expect(reference.state_bytes >= reference.state_tensor_bytes, "DDP's state was not allocated under its tag");
+    expect(share * world < 1.25 && share * world > 0.8,
            std::string(mode_name(mode)) + ": state bytes " + std::to_string(run.state_bytes) + " are not 1/" +
                std::to_string(world) + " of DDP's " + std::to_string(reference.state_bytes));
   }
@@ -259,7 +284,9 @@ TEST_CASE("ZeRO clip_grad_norm_: the global norm over the shards, the same clipp
         losses[k] = loss.item<double>();
       }
       for (int k = 1; k < 3; ++k) {
-        expect(std::abs(norms[k] - norms[0]) <= 1e-9 * norms[0],
+        // ZeRO-1 reads DDP's very gradients (only the float64 sums' order differs); ZeRO-2's are reduce-scattered
+        // in float32, possibly summed in another order than the allreduce.
+        expect(std::abs(norms[k] - norms[0]) <= (k == 1 ? 1e-12 : 1e-6) * norms[0],
                "step " + std::to_string(step) + ": norm " + describe({norms[k]}) + "vs DDP's " + describe({norms[0]}));
         expect(std::abs(losses[k] - losses[0]) <= 1e-6 * losses[0], "step " + std::to_string(step) + ": loss differs");
       }
@@ -288,7 +315,8 @@ void expect_same_state(const optim::OptimizerStateDict& a, const optim::Optimize
 
 }  // namespace
 
-TEST_CASE("ZeRO state: consolidated equals the plain optimizer's; saved at 2 ranks it continues exactly at 3 and 1") {
+TEST_CASE("ZeRO state: consolidated equals the plain optimizer's; saved (also sharded) at 2 ranks it continues "
+          "exactly at 3 and 1") {
   const std::string dir = "zero_state_test_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   // 2 ranks: 6 steps of ZeRO-2 and of DDP; the consolidated state equals DDP's optimizer state bit for bit.
@@ -299,6 +327,7 @@ TEST_CASE("ZeRO state: consolidated equals the plain optimizer's; saved at 2 ran
     train(ddp, mlp_loss, 6, rank, 20);
     train(zero, mlp_loss, 6, rank, 21);
     expect_throws_with([&] { (void)zero.opt->state_dict(); }, "consolidate_state_dict");
+    optim::save_sharded_optimizer_state(dir, *zero.zero);
     zero.zero->consolidate_state_dict(0);
     if (rank == 0) {
       const optim::OptimizerStateDict state = zero.opt->state_dict();
@@ -313,28 +342,38 @@ TEST_CASE("ZeRO state: consolidated equals the plain optimizer's; saved at 2 ran
   expect_all_ok(first);
   // 3 ranks and 1: ZeRO-1 / ZeRO-2 loaded from that state train on exactly as a plain DDP optimizer loaded from it.
   for (int world : {3, 1}) {
-    auto second = run_job(world, [&](int rank) {
+    auto second = run_job(world, [&, world](int rank) {
       init_process_group(syncgrad::test::quick_init());
       const io::SafetensorsContents saved = io::load_safetensors(dir + "/optimizer.safetensors");
       const optim::OptimizerStateDict state =
           optim::optimizer_state_from(saved.tensors, saved.metadata.at(optim::kOptimizerGroupsField), "optimizer");
       const io::SafetensorsContents weights = io::load_safetensors(dir + "/model.safetensors");
+      const Setup probe = make_setup(mlp, Mode::kDdp, Opt::kAdamW);
+      expect_same_state(optim::read_sharded_optimizer_state(dir, probe.model->parameters()), state,
+                        "sharded save vs consolidated");
       std::vector<Run> runs;
       for (Mode mode : {Mode::kDdp, Mode::kZero1, Mode::kZero2}) {
         Setup s = make_setup(mlp, mode, Opt::kAdamW);
         load_model_state(*s.model, nn::StateDict(weights.tensors.begin(), weights.tensors.end()));
-        s.opt->load_state_dict(state);
+        if (mode == Mode::kZero2) {
+          optim::load_sharded_optimizer_state(dir, *s.zero);  // the per-rank files of the 2-rank job
+        } else {
+          s.opt->load_state_dict(state);
+        }
         runs.push_back(train(s, mlp_loss, 4, rank, 30 + static_cast<int>(mode)));
         if (mode != Mode::kDdp) {
           s.zero->consolidate_state_dict(0);
           if (rank == 0) report(std::string(mode_name(mode)) + " consolidated after resuming");
         }
       }
+      // ZeRO-1 steps the same allreduced gradients elementwise: bit for bit. ZeRO-2's reduce-scatter may sum
+      // the ranks in another order than the allreduce: relative 1e-6.
       for (size_t k = 1; k < runs.size(); ++k) {
         for (size_t i = 0; i < runs[0].losses.size(); ++i) {
-          expect(runs[k].losses[i] == runs[0].losses[i], "world " + std::to_string(runs.size()) + " mode " +
-                                                             std::to_string(k) + " step " + std::to_string(i) +
-                                                             ": loss differs from DDP's after loading");
+          const double rel = std::abs(runs[k].losses[i] - runs[0].losses[i]) / std::abs(runs[0].losses[i]);
+          expect(k == 1 ? rel == 0.0 : rel <= 1e-6, "world " + std::to_string(world) + " " +
+                                                        mode_name(static_cast<Mode>(k)) + " step " +
+                                                        std::to_string(i) + ": loss differs from DDP's after loading");
         }
       }
       destroy_process_group();

@@ -54,6 +54,9 @@ struct TrainConfig {
   CommHookChoice comm_hook;             // allreduce | fp16 | bf16 | powersgd | powersgd:R
   bool find_unused_parameters = false;
   bool sync_batch_norm = false;  // under DDP: BatchNorm layers reduce their batch statistics across ranks
+  // ZeRO stage under DDP: 0 off; 1 optimizer state sharded across the ranks (ZeroRedundancyOptimizer); 2 also the
+  // gradients (reduce-scattered buckets). Checkpoints hold the consolidated (unsharded) optimizer state.
+  int zero = 0;
   // Model sizes as comma-separated key=value pairs, e.g. "n_layer=4,n_embd=128" (gpt); empty: the defaults.
   std::string model_config;
   int64_t eval_every = 0;     // steps between held-out evaluations in the progress line (0: only at the end)

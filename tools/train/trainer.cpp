@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "syncgrad.h"
+#include "tensor/memory_tag.h"
 #include "tensor/out_of_memory_context.h"
 #include "tools/train/evaluation.h"
 #include "tools/train/progress_report.h"
@@ -72,6 +73,7 @@ TrainSummary summarize(TrainingRun& run, const ProgressReport& progress, Allocat
   summary.units_per_example = run.task->units_per_example();
   summary.evaluation = evaluate(run);
   summary.peak_tensor_bytes = tensor_memory.stats().peak_allocated_bytes;
+  summary.optimizer_state_bytes = memory_tag_stats(kOptimizerMemoryTag).allocated_bytes;
   summary.device = run.device;
   summary.peak_rss_kib = peak_rss_kib();
   return summary;

@@ -3,6 +3,7 @@
 
 #include "autograd/autocast.h"
 #include "syncgrad.h"
+#include "tensor/memory_tag.h"
 #include "tools/train/lr_schedule.h"
 
 namespace syncgrad::train {
@@ -40,7 +41,10 @@ void train_micro_batch(TrainingRun& run, const data::Batch& batch, const MicroBa
 
 void optimizer_step(TrainingRun& run) {
   run.optimizer->set_lr(lr_at(run.config, run.world, run.position.step, run.total_steps));
-  run.scaler.step(*run.optimizer);  // a plain optimizer step unless --amp fp16 found inf/NaN gradients
+  {
+    MemoryTagGuard optimizer_memory(kOptimizerMemoryTag);
+    run.scaler.step(*run.optimizer);  // a plain optimizer step unless --amp fp16 found inf/NaN gradients
+  }
   run.scaler.update();
   ++run.position.step;
 }
