@@ -59,11 +59,11 @@ void check_combinations(const TrainConfig& c, bool several_processes) {
                  to_string(c.amp),
                  " with --parallel dp: DataParallel's replica threads do not inherit the autocast scope; use "
                  "--parallel ddp (or none)");
+  SYNCGRAD_CHECK(c.zero == 0 || c.parallel != Parallelism::kDataParallel, ValueError, "--zero ", c.zero,
+                 " with --parallel dp: ZeRO shards across processes; use --parallel ddp");
   SYNCGRAD_CHECK(c.zero == 0 || several_processes, ValueError, "--zero ", c.zero,
                  " shards the optimizer across DDP's ranks and needs several processes: run under syncgrad-launch "
                  "with --parallel ddp (or drop --zero)");
-  SYNCGRAD_CHECK(c.zero == 0 || c.parallel != Parallelism::kDataParallel, ValueError, "--zero ", c.zero,
-                 " with --parallel dp: ZeRO shards across processes; use --parallel ddp");
   SYNCGRAD_CHECK(c.zero != 2 || c.comm_hook.kind == CommHookChoice::Kind::kAllreduce, ValueError,
                  "--zero 2 reduce-scatters the gradient buckets itself and takes no --comm-hook (got ",
                  to_string(c.comm_hook), "); use --zero 1 with a comm hook, or drop --comm-hook");
@@ -158,7 +158,8 @@ void TrainingRun::wrap_model() {
     distributed::DDPOptions options;
     options.bucket_cap_mb = c.bucket_cap_mb;
     options.find_unused_parameters = c.find_unused_parameters;
-    options.comm_hook = make_comm_hook(c.comm_hook);
+    // --zero 2: DDP installs its reduce-scatter hook (check_combinations refused any other --comm-hook).
+    if (c.zero != 2) options.comm_hook = make_comm_hook(c.comm_hook);
     options.gradient_sharding = c.zero == 2;
     ddp = std::make_shared<distributed::DistributedDataParallel>(model, job.group(), options);
     if (c.zero == 2) zero->use_gradient_shards(*ddp);
