@@ -86,6 +86,8 @@ ZeroRedundancyOptimizer::Shards ZeroRedundancyOptimizer::make_shards(const std::
                    ": parameter ", i, " is on ", p.device().str(), " but the ", group.backend_name(),
                    " process group communicates tensors on ", device.str(),
                    "; move the model there first (or use the process group of its device)");
+    SYNCGRAD_CHECK(p.requires_grad(), ValueError, kName, ": parameter ", i, " (shape ", shape_str(p.sizes()),
+                   ") does not require grad; ZeRO steps its shards as a whole, so pass only the trainable parameters");
     SYNCGRAD_CHECK(p.is_contiguous(), ValueError, kName, ": parameter ", i, " (shape ", shape_str(p.sizes()),
                    ") is not contiguous; ZeRO copies parameters in and out of flat shards");
   }

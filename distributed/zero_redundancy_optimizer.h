@@ -48,7 +48,7 @@ class ZeroRedundancyOptimizer : public Optimizer {
  public:
   // Every rank of `group` must construct it with the same parameters (count, shapes, dtypes: checked, a
   // ValueError names the first rank that differs) on the group's device. ValueError for an empty list,
-  // non-contiguous parameters, parameters on another device than the group's, a rank outside the group, a
+  // parameters that do not require grad (frozen ones would be stepped with zeros), non-contiguous parameters, parameters on another device than the group's, a rank outside the group, a
   // factory that returns null or an optimizer over other tensors.
   ZeroRedundancyOptimizer(std::vector<Tensor> params, std::shared_ptr<distributed::ProcessGroup> group,
                           const InnerOptimizerFactory& factory, ZeroOptions options = {});

@@ -401,7 +401,10 @@ TEST_CASE("ZeRO bad inputs: other parameters on another rank, non-sharding DDP, 
           });
         },
         "exactly the shard tensors");
+    expect_throws_with([&] { optim::ZeroRedundancyOptimizer z({zeros({3})}, default_group_ptr(), adamw); },
+                       "does not require grad");
     Tensor strided = zeros({4, 4}).transpose(0, 1);
+    strided.requires_grad_(true);
     expect_throws_with([&] { optim::ZeroRedundancyOptimizer z({strided}, default_group_ptr(), adamw); },
                        "not contiguous");
     Setup ddp = make_setup(mlp, Mode::kDdp, Opt::kAdamW);
