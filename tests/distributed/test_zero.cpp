@@ -165,6 +165,15 @@ void compare_modes(const std::function<std::shared_ptr<nn::Module>()>& make_mode
   for (Mode mode : {Mode::kZero1, Mode::kZero2}) {
     Setup s = make_setup(make_model, mode, kind);
     const Run run = train(s, loss_of, steps, rank, tag++);
+    if (mode == Mode::kZero2) {
+      // No full gradient is kept: param.grad is empty, the rank holds its 1/W shard of each bucket.
+      for (const Tensor& p : s.model->parameters()) expect(!p.grad().defined(), "ZeRO-2 left a full param.grad");
+      int64_t shard_numel = 0;
+      for (const Tensor& shard : s.ddp->gradient_shards()) shard_numel += shard.numel();
+      expect(shard_numel == s.zero->layout().shard_numel(),
+             "ZeRO-2's gradient shards hold " + std::to_string(shard_numel) + " elements, the layout's shard " +
+                 std::to_string(s.zero->layout().shard_numel()));
+    }
     for (int i = 0; i < steps; ++i) {
       const double rel = std::abs(run.losses[i] - reference.losses[i]) / std::abs(reference.losses[i]);
       expect(rel <= 1e-6, std::string(mode_name(mode)) + " step " + std::to_string(i) + ": loss " +
