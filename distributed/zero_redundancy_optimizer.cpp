@@ -26,11 +26,6 @@ constexpr const char* kName = "ZeroRedundancyOptimizer";
 
 size_t mib_bytes(double mb) { return static_cast<size_t>(mb * 1024 * 1024); }
 
-// The flat elements [offset, offset + n) of a contiguous tensor.
-Tensor flat_slice(const Tensor& t, int64_t offset, int64_t n) {
-  return raw::narrow(raw::view(t, {t.numel()}), 0, offset, n);
-}
-
 // A fingerprint of the parameter list that every rank must share: count, then per parameter its shape and dtype.
 std::vector<int64_t> params_fingerprint(const std::vector<Tensor>& params) {
   uint64_t hash = 1469598103934665603ull;
@@ -61,8 +56,8 @@ void check_same_params_everywhere(distributed::ProcessGroup& group, const std::v
 
 struct ZeroRedundancyOptimizer::Shards {
   distributed::ShardLayout layout;
+  std::vector<Tensor> flats;
   std::vector<Tensor> params;
-  std::vector<Tensor> grads;
   std::unique_ptr<Optimizer> inner;
 };
 
@@ -94,13 +89,12 @@ ZeroRedundancyOptimizer::Shards ZeroRedundancyOptimizer::make_shards(const std::
   check_same_params_everywhere(group, params);
   distributed::ShardLayout layout(params, group.size(), mib_bytes(options.first_bucket_mb),
                                   mib_bytes(options.bucket_cap_mb));
-  std::vector<Tensor> shard_params, shard_grads;
+  std::vector<Tensor> flats, shard_params;
+  NoGradGuard no_grad;
   for (const distributed::ShardSegment& segment : layout.segments()) {
-    const TensorOptions where{segment.dtype, segment.device};
-    Tensor shard = zeros({segment.shard_numel}, where);
-    shard.requires_grad_(true);
-    shard_params.push_back(shard);
-    shard_grads.push_back(zeros({segment.shard_numel}, where));
+    Tensor flat = zeros({segment.shard_numel * group.size()}, TensorOptions{segment.dtype, segment.device});
+    flats.push_back(flat);
+    shard_params.push_back(raw::narrow(flat, 0, group.rank() * segment.shard_numel, segment.shard_numel));
   }
   std::unique_ptr<Optimizer> inner = factory(shard_params);
   SYNCGRAD_CHECK(inner != nullptr, ValueError, kName, ": the inner optimizer factory returned null");
@@ -111,7 +105,7 @@ ZeroRedundancyOptimizer::Shards ZeroRedundancyOptimizer::make_shards(const std::
   SYNCGRAD_CHECK(same, ValueError, kName,
                  ": the inner optimizer factory must build an optimizer over exactly the shard tensors it is given, in "
                  "one parameter group");
-  return Shards{std::move(layout), std::move(shard_params), std::move(shard_grads), std::move(inner)};
+  return Shards{std::move(layout), std::move(flats), std::move(shard_params), std::move(inner)};
 }
 
 ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<Tensor> params,
@@ -129,10 +123,30 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<Tensor> params,
       group_(std::move(group)),
       options_(options),
       layout_(std::move(shards.layout)),
+      flats_(std::move(shards.flats)),
       shard_params_(std::move(shards.params)),
-      shard_grads_(std::move(shards.grads)),
       inner_(std::move(shards.inner)) {
   init_params(std::move(params));
+  flatten_parameters();
+}
+
+void ZeroRedundancyOptimizer::flatten_parameters() {
+  NoGradGuard no_grad;
+  for (size_t s = 0; s < layout_.segments().size(); ++s) {
+    const distributed::ShardSegment& segment = layout_.segments()[s];
+    for (size_t k = 0; k < segment.params.size(); ++k) {
+      const Tensor& p = params()[segment.params[k]];
+      const Tensor slot = raw::view(raw::narrow(flats_[s], 0, segment.offsets[k], p.numel()), p.sizes());
+      if (p.data_ptr() == slot.data_ptr() && p.is_contiguous()) continue;
+      SYNCGRAD_CHECK(p.dtype() == slot.dtype() && p.device() == slot.device() && p.sizes() == slot.sizes(), ValueError,
+                     kName, ": parameter ", segment.params[k], " became ", dtype_name(p.dtype()), " ",
+                     shape_str(p.sizes()), " on ", p.device().str(), " after the optimizer was built over it as ",
+                     dtype_name(slot.dtype()), " ", shape_str(slot.sizes()), " on ", slot.device().str(),
+                     "; convert or move the model before constructing the optimizer");
+      raw::copy_(slot, p);
+      p.impl()->set_data(*slot.impl());  // same tensor (DDP's hooks, the model), now a view of the flat segment
+    }
+  }
 }
 
 void ZeroRedundancyOptimizer::validate_options(const std::map<std::string, double>& options) const {
@@ -185,33 +199,29 @@ std::vector<Tensor> ZeroRedundancyOptimizer::shard_gradient_views() const {
   return views;
 }
 
-std::vector<Tensor> ZeroRedundancyOptimizer::gradient_shards() {
-  if (ddp_) {
-    std::vector<Tensor> shards = ddp_->gradient_shards();
-    if (shards.size() != shard_params_.size()) return {};
-    for (size_t s = 0; s < shards.size(); ++s) {
-      if (!shards[s].defined()) return {};
-      SYNCGRAD_CHECK(shards[s].numel() == layout_.segments()[s].shard_numel, ValueError, kName,
-                     ": DDP's gradient shard ", s, " has ", shards[s].numel(), " elements but the optimizer's has ",
-                     layout_.segments()[s].shard_numel);
-    }
-    return shards;
+std::vector<Tensor> ZeroRedundancyOptimizer::gradient_shards() const {
+  if (!ddp_) return {};
+  std::vector<Tensor> shards = ddp_->gradient_shards();
+  if (shards.size() != shard_params_.size()) return {};
+  for (size_t s = 0; s < shards.size(); ++s) {
+    if (!shards[s].defined()) return {};
+    SYNCGRAD_CHECK(shards[s].numel() == layout_.segments()[s].shard_numel, ValueError, kName,
+                   ": DDP's gradient shard ", s, " has ", shards[s].numel(), " elements but the optimizer's has ",
+                   layout_.segments()[s].shard_numel);
   }
-  bool any = false;
-  for (const Tensor& p : params()) any = any || p.grad().defined();
-  if (!any) return {};
-  for (size_t s = 0; s < layout_.segments().size(); ++s) {
-    for (const distributed::ShardPiece& piece : layout_.pieces(s, group_->rank())) {
-      const Tensor grad = params()[piece.param].grad();
-      const Tensor dst = raw::narrow(shard_grads_[s], 0, piece.shard_offset, piece.numel);
-      if (grad.defined()) {
-        raw::copy_(dst, raw::narrow(raw::reshape(grad, {grad.numel()}), 0, piece.param_offset, piece.numel));
-      } else {
-        raw::fill_(dst, Scalar(0.0));
-      }
-    }
+  return shards;
+}
+
+Tensor ZeroRedundancyOptimizer::copied_gradient_shard(size_t segment) const {
+  Tensor shard = zeros({layout_.segments()[segment].shard_numel},
+                       TensorOptions{shard_params_[segment].dtype(), shard_params_[segment].device()});
+  for (const distributed::ShardPiece& piece : layout_.pieces(segment, group_->rank())) {
+    const Tensor grad = params()[piece.param].grad();
+    if (!grad.defined()) continue;
+    raw::copy_(raw::narrow(shard, 0, piece.shard_offset, piece.numel),
+               raw::narrow(raw::reshape(grad, {grad.numel()}), 0, piece.param_offset, piece.numel));
   }
-  return shard_grads_;
+  return shard;
 }
 
 void ZeroRedundancyOptimizer::push_options() {
@@ -222,44 +232,41 @@ void ZeroRedundancyOptimizer::push_options() {
 void ZeroRedundancyOptimizer::step() {
   NoGradGuard no_grad;
   push_options();
-  const std::vector<Tensor> grads = gradient_shards();
-  if (grads.empty()) return;
-  consolidated_.reset();
-  for (size_t s = 0; s < layout_.segments().size(); ++s) {
-    // The shard starts from the parameters' current values (a model loaded since the last step included).
-    for (const distributed::ShardPiece& piece : layout_.pieces(s, group_->rank())) {
-      raw::copy_(raw::narrow(shard_params_[s], 0, piece.shard_offset, piece.numel),
-                 flat_slice(params()[piece.param], piece.param_offset, piece.numel));
-    }
-    shard_params_[s].set_grad(grads[s]);
-  }
-  inner_->step();
-  for (const Tensor& shard : shard_params_) shard.set_grad(Tensor());
-  allgather_parameters();
-}
-
-void ZeroRedundancyOptimizer::allgather_parameters() {
-  // Segment by segment, at most two in flight, so the gathered copies never hold more than two segments.
+  flatten_parameters();  // the parameters are views of the flat segments (again, if something re-pointed them)
   const size_t n = layout_.segments().size();
-  std::vector<Tensor> gathered(n);
-  std::vector<std::shared_ptr<distributed::Work>> works(n);
-  const auto finish = [&](size_t s) {
-    works[s]->wait();
-    const distributed::ShardSegment& segment = layout_.segments()[s];
-    for (size_t k = 0; k < segment.params.size(); ++k) {
-      const Tensor& p = params()[segment.params[k]];
-      raw::copy_(p, raw::view(raw::narrow(gathered[s], 0, segment.offsets[k], p.numel()), p.sizes()));
-    }
-    gathered[s] = Tensor();
-    works[s].reset();
-  };
-  for (size_t s = 0; s < n; ++s) {
-    gathered[s] = empty({layout_.segments()[s].shard_numel * group_->size()},
-                        TensorOptions{shard_params_[s].dtype(), shard_params_[s].device()});
-    works[s] = group_->allgather_into_tensor(gathered[s], shard_params_[s]);
-    if (s > 0) finish(s - 1);
+  std::vector<Tensor> shards;
+  if (ddp_) {
+    shards = gradient_shards();
+    if (shards.empty()) return;  // no synchronised backward yet
+  } else {
+    bool any = false;
+    for (const Tensor& p : params()) any = any || p.grad().defined();
+    if (!any) return;
   }
-  if (n > 0) finish(n - 1);
+  consolidated_.reset();
+  // The shards are views of the flat segments, so the inner step updates this rank's block of each in place and
+  // an in-place allgather of every segment completes the parameters, segment by segment behind the steps.
+  // ZeRO-1 copies one segment's gradient shard out of param.grad at a time (one inner step per segment: the
+  // others have no gradient then and are skipped), so the copies never hold more than one segment.
+  std::vector<std::shared_ptr<distributed::Work>> works;
+  for (size_t s = 0; s < n; ++s) {
+    if (ddp_) {
+      shard_params_[s].set_grad(shards[s]);
+      continue;
+    }
+    shard_params_[s].set_grad(copied_gradient_shard(s));
+    inner_->step();
+    shard_params_[s].set_grad(Tensor());
+    works.push_back(group_->allgather_into_tensor(flats_[s], shard_params_[s]));
+  }
+  if (ddp_) {
+    inner_->step();
+    for (size_t s = 0; s < n; ++s) {
+      shard_params_[s].set_grad(Tensor());
+      works.push_back(group_->allgather_into_tensor(flats_[s], shard_params_[s]));
+    }
+  }
+  for (const auto& work : works) work->wait();
 }
 
 bool ZeroRedundancyOptimizer::unscale_gradients_(double inv_scale) {

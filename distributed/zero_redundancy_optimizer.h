@@ -5,7 +5,11 @@
 // optimizer's.
 //
 // The shard (shard_layout.h) is a contiguous 1/W slice of each flat segment of parameters, the segments being
-// DDP's initial buckets; the inner optimizer sees one flat tensor per segment. Use it under DDP (the gradients
+// DDP's initial buckets; the inner optimizer sees one flat tensor per segment. As FSDP's flat parameters, the
+// model's parameters become views of one padded flat buffer per segment at construction (same tensors: DDP and
+// the model keep working on them), so the inner step updates this rank's block in place and one in-place
+// allgather per segment completes the parameters, with no copies. Move or convert the model before constructing
+// the optimizer (a parameter re-pointed later is copied back into its slot at the next step). Use it under DDP (the gradients
 // are averaged before step()):
 //   auto ddp = std::make_shared<DistributedDataParallel>(model, group);
 //   optim::ZeroRedundancyOptimizer opt(model->parameters(), group, [](std::vector<Tensor> shards) {
@@ -107,19 +111,24 @@ class ZeroRedundancyOptimizer : public Optimizer {
                             const InnerOptimizerFactory& factory, const ZeroOptions& options);
 
   const std::vector<Tensor>& params() const { return param_groups().front().params; }
-  // This step's gradient shards (one per segment), or none when no parameter has a gradient.
-  std::vector<Tensor> gradient_shards();
-  // Views of the parts of param.grad in this rank's shard (ZeRO-1), for unscaling and norms.
+  // Makes every parameter a view of its slot in its flat segment (copying its values there) unless it is one.
+  void flatten_parameters();
+  // ZeRO-2: DDP's gradient shards (one per segment), or none before the first synchronised backward.
+  std::vector<Tensor> gradient_shards() const;
+  // ZeRO-1: segment `segment`'s gradient shard, copied out of param.grad (zeros where a parameter has none).
+  Tensor copied_gradient_shard(size_t segment) const;
+  // Views of the parts of param.grad in this rank's shard (ZeRO-1), for norms.
   std::vector<Tensor> shard_gradient_views() const;
   void check_single_group(const char* what) const;
   void push_options();
-  void allgather_parameters();
 
   std::shared_ptr<distributed::ProcessGroup> group_;
   ZeroOptions options_;
   distributed::ShardLayout layout_;
-  std::vector<Tensor> shard_params_;  // per segment: this rank's S elements, the inner optimizer's parameters
-  std::vector<Tensor> shard_grads_;   // per segment (ZeRO-1): the gradients copied out of param.grad
+  // Per segment: the padded flat buffer whose slots the parameters are views of (W * S elements), and this
+  // rank's block of it (S elements), the inner optimizer's parameter.
+  std::vector<Tensor> flats_;
+  std::vector<Tensor> shard_params_;
   std::unique_ptr<Optimizer> inner_;
   distributed::DistributedDataParallel* ddp_ = nullptr;
   std::optional<OptimizerStateDict> consolidated_;
