@@ -249,21 +249,19 @@ void ZeroRedundancyOptimizer::step() {
   // ZeRO-1 copies one segment's gradient shard out of param.grad at a time (one inner step per segment: the
   // others have no gradient then and are skipped), so the copies never hold more than one segment.
   std::vector<std::shared_ptr<distributed::Work>> works;
-  for (size_t s = 0; s < n; ++s) {
-    if (ddp_) {
-      shard_params_[s].set_grad(shards[s]);
-      continue;
-    }
-    shard_params_[s].set_grad(copied_gradient_shard(s));
-    inner_->step();
+  const auto gather = [&](size_t s) {
     shard_params_[s].set_grad(Tensor());
     works.push_back(group_->allgather_into_tensor(flats_[s], shard_params_[s]));
-  }
+  };
   if (ddp_) {
+    for (size_t s = 0; s < n; ++s) shard_params_[s].set_grad(shards[s]);
     inner_->step();
+    for (size_t s = 0; s < n; ++s) gather(s);
+  } else {
     for (size_t s = 0; s < n; ++s) {
-      shard_params_[s].set_grad(Tensor());
-      works.push_back(group_->allgather_into_tensor(flats_[s], shard_params_[s]));
+      shard_params_[s].set_grad(copied_gradient_shard(s));
+      inner_->step();
+      gather(s);
     }
   }
   for (const auto& work : works) work->wait();
