@@ -116,3 +116,5 @@
 #include "profiler/trace.h"
 #include "distributed/trace_clock.h"
 #include "distributed/trace_gather.h"
+#include "distributed/zero_redundancy_optimizer.h"
+#include "distributed/zero_checkpoint.h"

@@ -9,6 +9,7 @@
 #include "autograd/grad_mode.h"
 #include "distributed/consistency.h"
 #include "distributed/errors.h"
+#include "distributed/reduce_scatter_hook.h"
 #include "tensor/check.h"
 #include "tensor/ops/factories.h"
 #include "tensor/ops/views.h"
@@ -59,7 +60,11 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                  std::to_string(kMaxBucketMiB), " MiB (got ", std::to_string(options_.bucket_cap_mb), " and ",
                  std::to_string(options_.first_bucket_mb), ")");
   register_module("module", module_);
-  if (!options_.comm_hook) options_.comm_hook = allreduce_hook();
+  SYNCGRAD_CHECK(!options_.gradient_sharding || !options_.gradient_as_bucket_view, ValueError,
+                 "DistributedDataParallel: gradient_sharding keeps no full gradients, so there is no bucket view to "
+                 "hand out; leave gradient_as_bucket_view false");
+  if (!options_.comm_hook) options_.comm_hook = options_.gradient_sharding ? reduce_scatter_hook() : allreduce_hook();
+  check_sharding_hook(options_.gradient_sharding, *options_.comm_hook);
   check_same_on_all_ranks(*group_, describe(*module_, options_, *options_.comm_hook), "DistributedDataParallel",
                           "every rank must build the same model and pass the same DDP options");
   {
@@ -160,6 +165,11 @@ DDPLoggingData DistributedDataParallel::logging_data() const {
     d.comm_overlap_ratio = 1.0 - std::min(1.0, d.avg_exposed_comm_seconds / d.avg_comm_seconds);
   }
   return d;
+}
+
+std::vector<Tensor> DistributedDataParallel::gradient_shards() const {
+  const auto* hook = dynamic_cast<const ReduceScatterHook*>(reducer_->comm_hook().get());
+  return hook ? hook->shards() : std::vector<Tensor>{};
 }
 
 std::vector<std::pair<std::string, Tensor>> DistributedDataParallel::comm_state() const {

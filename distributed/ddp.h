@@ -36,6 +36,10 @@ class DistributedDataParallel : public nn::Module {
 
   const std::shared_ptr<nn::Module>& module() const { return module_; }
   ProcessGroup& process_group() const { return *group_; }
+  const DDPOptions& options() const { return options_; }
+  // With DDPOptions::gradient_sharding: this rank's shard of each bucket's averaged gradients after the last
+  // synchronised backward (undefined before the first); empty otherwise.
+  std::vector<Tensor> gradient_shards() const;
 
   // While the guard lives, backward only accumulates local gradients; the next backward outside it
   // reduces the accumulated sum once.

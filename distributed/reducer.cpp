@@ -11,6 +11,7 @@
 #include "distributed/collective_caller.h"
 #include "distributed/errors.h"
 #include "distributed/flight_recorder.h"
+#include "distributed/reduce_scatter_hook.h"
 #include "profiler/events.h"
 #include "tensor/check.h"
 #include "tensor/ops/copy.h"
@@ -49,7 +50,8 @@ Reducer::Reducer(std::vector<std::pair<std::string, Tensor>> params, std::shared
 void Reducer::set_comm_hook(std::shared_ptr<CommHook> hook) {
   SYNCGRAD_CHECK(!in_backward_, DistributedError,
                  "DistributedDataParallel: cannot change the comm hook during backward");
-  if (!hook) hook = allreduce_hook();
+  if (!hook) hook = options_.gradient_sharding ? reduce_scatter_hook() : allreduce_hook();
+  check_sharding_hook(options_.gradient_sharding, *hook);
   // Buckets are split by dtype and device, and rebuilding them later keeps those, so checking now is enough.
   for (const Bucket& bucket : buckets_) hook->check_bucket(bucket.grad.buffer.dtype(), bucket.grad.buffer.device());
   hook_ = std::move(hook);
@@ -68,6 +70,7 @@ void Reducer::build_buckets(const std::vector<size_t>& order) {
     bucket.params = plan[b];
     int64_t total = 0;
     for (size_t index : plan[b]) total += params_[index].second.numel();
+    if (options_.gradient_sharding) total = padded_to_multiple(total, group_->size());
     const Tensor& first = params_[plan[b].front()].second;
     bucket.grad.index = b;
     bucket.grad.parameters = plan[b];
@@ -184,6 +187,7 @@ void Reducer::mark_ready(size_t index, bool used) {
     const Tensor grad = params_[index].second.grad();
     if (grad.data_ptr() != view.data_ptr()) raw::copy_(view, grad);
     raw::mul_(view, Scalar(1.0 / static_cast<double>(divisor_ > 0 ? divisor_ : group_->size())));
+    if (options_.gradient_sharding) params_[index].second.set_grad(Tensor());  // only the bucket holds it now
   } else {
     raw::fill_(view, Scalar(0.0));
   }
@@ -275,6 +279,7 @@ void Reducer::finish_backward(bool shadow) {
 }
 
 void Reducer::write_back(const std::vector<char>& globally_used) {
+  if (options_.gradient_sharding) return;  // the averaged gradients are the hook's shards
   NoGradGuard no_grad;
   profiler::Scope span("ddp", "DDP write-back");
   span.arg("step", iteration_);
@@ -350,7 +355,7 @@ void Reducer::verify_step_check() {
 
 void Reducer::rebuild_in_ready_order() {
   rebuilt_ = true;
-  if (group_->size() == 1 || buckets_.size() <= 1) return;
+  if (group_->size() == 1 || buckets_.size() <= 1 || options_.gradient_sharding) return;
   // Rank 0's order, complete (parameters it never saw ready go last, in reverse registration order).
   std::vector<char> seen(params_.size(), 0);
   std::vector<size_t> order;
@@ -384,6 +389,7 @@ void Reducer::adopt_rebuilt_order(const std::vector<int64_t>& order) {
   SYNCGRAD_CHECK(indices.size() == n, ValueError, "DistributedDataParallel: the saved bucket order lists ",
                  indices.size(), " parameters but the model has ", n, "; it was saved for another model");
   rebuilt_ = true;
+  if (options_.gradient_sharding) return;  // the buckets stay the ZeRO optimizer's segments
   rebuild(indices);
 }
 

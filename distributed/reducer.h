@@ -43,6 +43,11 @@ struct DDPOptions {
   // never uses need no find_unused_parameters; the first backward records the graph (its buckets are all
   // launched at its end), a later change is a DistributedError naming the parameter.
   bool static_graph = false;
+  // ZeRO-2: each bucket is reduce-scattered (reduce_scatter_hook.h) instead of allreduced, every rank keeping only
+  // its shard of the averaged gradients (for ZeroRedundancyOptimizer::use_gradient_shards); param.grad is freed
+  // once copied into its bucket and stays empty after backward. Buckets keep their initial plan (no rebuild in
+  // gradient-ready order) so they stay the optimizer's segments. Not with gradient_as_bucket_view or another hook.
+  bool gradient_sharding = false;
 };
 
 // Timing of the last synchronised backward.

@@ -10,7 +10,6 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/views.h"
 #include "tensor/check.h"
-#include "tensor/ops/grad_scale.h"
 
 namespace syncgrad::optim {
 namespace {
@@ -51,28 +50,7 @@ void GradScaler::unscale_(Optimizer& optimizer) {
                  "per optimizer and iteration");
   SYNCGRAD_CHECK(!state.stepped, ValueError,
                  "GradScaler.unscale_: called after step() for this optimizer; unscale before stepping");
-  // Gradients grouped by device: one found-inf flag (one read) per device.
-  std::vector<std::pair<Device, std::vector<Tensor>>> by_device;
-  size_t index = 0;
-  for (const ParamGroup& group : optimizer.param_groups()) {
-    for (const Tensor& param : group.params) {
-      const Tensor grad = param.grad();
-      if (grad.defined()) {
-        SYNCGRAD_CHECK(grad.dtype() != DType::f16, DTypeError, "GradScaler.unscale_: parameter ", index,
-                       " has a float16 gradient; keep parameters (the master weights) in float32 and run the model "
-                       "under autocast instead of converting it to float16");
-        auto it = by_device.begin();
-        while (it != by_device.end() && !(it->first == grad.device())) ++it;
-        if (it == by_device.end()) it = by_device.insert(it, {grad.device(), {}});
-        it->second.push_back(grad);
-      }
-      ++index;
-    }
-  }
-  const double inv_scale = 1.0 / scale_;
-  for (const auto& [device, grads] : by_device) {
-    if (raw::unscale_grads_(grads, inv_scale)) state.found_inf = true;
-  }
+  if (optimizer.unscale_gradients_(1.0 / scale_)) state.found_inf = true;
   state.unscaled = true;
 }
 

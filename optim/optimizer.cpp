@@ -12,6 +12,7 @@
 #include "tensor/check.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
+#include "tensor/ops/grad_scale.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad::optim {
@@ -206,6 +207,32 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state) {
   state_.clear();
   for (auto& [index, st] : loaded) state_[params[index]->impl()] = std::move(st);
   for (size_t g = 0; g < groups_.size(); ++g) groups_[g].options = std::move(options[g]);
+}
+
+bool Optimizer::unscale_gradients_(double inv_scale) {
+  // Gradients grouped by device: one found-inf flag (one read) per device.
+  std::vector<std::pair<Device, std::vector<Tensor>>> by_device;
+  size_t index = 0;
+  for (const ParamGroup& group : groups_) {
+    for (const Tensor& param : group.params) {
+      const Tensor grad = param.grad();
+      if (grad.defined()) {
+        SYNCGRAD_CHECK(grad.dtype() != DType::f16, DTypeError, "GradScaler.unscale_: parameter ", index,
+                       " has a float16 gradient; keep parameters (the master weights) in float32 and run the model "
+                       "under autocast instead of converting it to float16");
+        auto it = by_device.begin();
+        while (it != by_device.end() && !(it->first == grad.device())) ++it;
+        if (it == by_device.end()) it = by_device.insert(it, {grad.device(), {}});
+        it->second.push_back(grad);
+      }
+      ++index;
+    }
+  }
+  bool found_inf = false;
+  for (const auto& [device, grads] : by_device) {
+    if (raw::unscale_grads_(grads, inv_scale)) found_inf = true;
+  }
+  return found_inf;
 }
 
 }  // namespace syncgrad::optim

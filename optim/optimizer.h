@@ -55,10 +55,16 @@ class Optimizer {
   // (distributed/consistency.h) compares them across the ranks.
   std::vector<std::pair<std::string, std::string>> settings() const;
 
-  OptimizerStateDict state_dict() const;
+  // Virtual so that a sharded optimizer (ZeroRedundancyOptimizer) gives and takes this same layout.
+  virtual OptimizerStateDict state_dict() const;
   // Checks group and parameter counts, keys and shapes (errors name the key); copies the state onto the
   // parameters' devices and dtypes and takes the groups' options.
-  void load_state_dict(const OptimizerStateDict& state);
+  virtual void load_state_dict(const OptimizerStateDict& state);
+
+  // GradScaler's unscale: divides the gradients the next step() reads by the scale (multiplies by inv_scale) in
+  // place and returns whether any of them holds an inf or NaN. Here: every parameter's gradient; a sharded
+  // optimizer unscales its shards and returns what all ranks found together.
+  virtual bool unscale_gradients_(double inv_scale);
 
  protected:
   // One parameter's state: named buffers of the parameter's shape and, for optimizers that count them, steps.
@@ -89,6 +95,8 @@ class Optimizer {
 
  private:
   void check_new_param(const Tensor& param) const;
+  // Steps flat shards through an inner optimizer and consults its option checks and state names.
+  friend class ZeroRedundancyOptimizer;
 
   std::map<std::string, double> defaults_;
   std::vector<ParamGroup> groups_;

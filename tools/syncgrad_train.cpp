@@ -215,6 +215,10 @@ void add_parallel_options(CLI::App& app, TrainConfig& c) {
   app.add_flag("--activation-checkpointing", c.activation_checkpointing,
                "keep no activations of the GPT's transformer blocks (or the ResNet's stages) for backward and "
                "recompute them there: less memory for about one more forward; the same gradients");
+  app.add_option("--zero", c.zero,
+                 "ZeRO stage under DDP: 0 off, 1 shard the optimizer state across the ranks, 2 also the gradients")
+      ->check(CLI::IsMember({0, 1, 2}))
+      ->capture_default_str();
   app.add_flag("--sync-batch-norm", c.sync_batch_norm,
                "under DDP, BatchNorm layers use the batch statistics of all ranks (SyncBatchNorm)");
   add_timeout(app, "--timeout", c.timeout_seconds,
@@ -267,9 +271,13 @@ void print_summary(const train::TrainSummary& s) {
     std::snprintf(rate, sizeof rate, " (%.0f %s/s)", s.samples_per_second * s.units_per_example, s.rate_unit.c_str());
     rates += rate;
   }
-  std::printf("done: %lld steps in %.1f s, %s, %s, %s %.1f MiB, peak RSS %.1f MiB\n", static_cast<long long>(s.steps),
-              s.wall_seconds, rates.c_str(), s.evaluation.text.c_str(), memory.c_str(),
-              s.peak_tensor_bytes / 1048576.0, s.peak_rss_kib / 1024.0);
+  char state[64] = "";
+  if (s.device.is_cpu()) {
+    std::snprintf(state, sizeof state, ", optimizer state %.1f MiB", s.optimizer_state_bytes / 1048576.0);
+  }
+  std::printf("done: %lld steps in %.1f s, %s, %s, %s %.1f MiB%s, peak RSS %.1f MiB\n",
+              static_cast<long long>(s.steps), s.wall_seconds, rates.c_str(), s.evaluation.text.c_str(), memory.c_str(),
+              s.peak_tensor_bytes / 1048576.0, state, s.peak_rss_kib / 1024.0);
 }
 
 void print_ddp_logging_data(const train::TrainSummary& s) {

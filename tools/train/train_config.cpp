@@ -30,6 +30,7 @@ std::string TrainConfig::to_json() const {
                       {"find_unused_parameters", find_unused_parameters},
                       {"dataset", dataset},
                       {"sync_batch_norm", sync_batch_norm},
+                      {"zero", zero},
                       {"model_config", model_config},
                       {"eval_every", eval_every},
                       {"amp", to_string(amp)},
@@ -69,6 +70,7 @@ TrainConfig TrainConfig::from_json(const std::string& text) {
   c.find_unused_parameters = j.value("find_unused_parameters", c.find_unused_parameters);
   c.dataset = j.value("dataset", c.dataset);
   c.sync_batch_norm = j.value("sync_batch_norm", c.sync_batch_norm);
+  c.zero = j.value("zero", c.zero);
   c.model_config = j.value("model_config", c.model_config);
   c.eval_every = j.value("eval_every", c.eval_every);
   c.amp = parse_amp_mode(j.value("amp", to_string(c.amp)));

@@ -58,6 +58,9 @@ struct TrainConfig {
   // Recompute each GPT block's / ResNet stage's activations in backward (nn/checkpoint.h); DDP then runs with
   // static_graph. A run-time choice like --threads: not part of the saved config.
   bool activation_checkpointing = false;
+  // ZeRO stage under DDP: 0 off; 1 optimizer state sharded across the ranks (ZeroRedundancyOptimizer); 2 also the
+  // gradients (reduce-scattered buckets). Checkpoints hold the consolidated (unsharded) optimizer state.
+  int zero = 0;
   // Model sizes as comma-separated key=value pairs, e.g. "n_layer=4,n_embd=128" (gpt); empty: the defaults.
   std::string model_config;
   int64_t eval_every = 0;     // steps between held-out evaluations in the progress line (0: only at the end)

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "syncgrad.h"
+#include "tensor/memory_tag.h"
 #include "tensor/out_of_memory_context.h"
 #include "tools/train/peak_rss.h"
 #include "tools/train/progress_report.h"
@@ -66,6 +67,7 @@ TrainSummary summarize(TrainingRun& run, ProgressReport& progress, Allocator& te
   summary.units_per_example = run.task->units_per_example();
   summary.evaluation = progress.final_evaluation(run);
   summary.peak_tensor_bytes = tensor_memory.stats().peak_allocated_bytes;
+  summary.optimizer_state_bytes = memory_tag_stats(kOptimizerMemoryTag).allocated_bytes;
   summary.device = run.device;
   summary.peak_rss_kib = peak_rss_kib();
   if (run.ddp) summary.ddp_logging = run.ddp->logging_data();

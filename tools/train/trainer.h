@@ -30,6 +30,7 @@ struct TrainSummary {
   int64_t units_per_example = 1;
   Evaluation evaluation;          // the task's held-out metric after training (the same on every rank)
   size_t peak_tensor_bytes = 0;   // the training device's caching allocator: high-water mark
+  size_t optimizer_state_bytes = 0;  // CPU: what the optimizer steps left allocated (this rank's state)
   Device device;                  // where the run trained
   long peak_rss_kib = 0;          // VmHWM
   int rank = 0;                   // this process's rank; only rank 0 reports

@@ -42,6 +42,9 @@ std::string save(TrainingRun& run) {
   span.arg("step", run.position.step);
   // Collective: each rank's comm hook state (PowerSGD's error feedback) goes into rank 0's checkpoint.
   if (run.ddp) run.position.comm_state = distributed::gather_comm_state(*run.ddp);
+  // Collective: the ZeRO shards of the optimizer state, consolidated on rank 0 in the plain optimizer's layout
+  // (so the checkpoint resumes at any world size, with or without --zero).
+  if (run.zero) run.zero->consolidate_state_dict(0);
   std::string dir;
   on_rank0_while_others_wait(run, "saving the checkpoint", [&] {
     dir = save_checkpoint(*run.checkpoint_lock, c.model, *run.model, *run.optimizer, run.position, c,

@@ -63,6 +63,14 @@ void check_combinations(const TrainConfig& c, bool several_processes) {
   SYNCGRAD_CHECK(!c.activation_checkpointing || c.parallel != Parallelism::kDataParallel, ValueError,
                  "--activation-checkpointing with --parallel dp: DataParallel's replicas are built without it; use "
                  "--parallel ddp (or none)");
+  SYNCGRAD_CHECK(c.zero == 0 || c.parallel != Parallelism::kDataParallel, ValueError, "--zero ", c.zero,
+                 " with --parallel dp: ZeRO shards across processes; use --parallel ddp");
+  SYNCGRAD_CHECK(c.zero == 0 || several_processes, ValueError, "--zero ", c.zero,
+                 " shards the optimizer across DDP's ranks and needs several processes: run under syncgrad-launch "
+                 "with --parallel ddp (or drop --zero)");
+  SYNCGRAD_CHECK(c.zero != 2 || c.comm_hook.kind == CommHookChoice::Kind::kAllreduce, ValueError,
+                 "--zero 2 reduce-scatters the gradient buckets itself and takes no --comm-hook (got ",
+                 to_string(c.comm_hook), "); use --zero 1 with a comm hook, or drop --comm-hook");
   SYNCGRAD_CHECK(!c.sync_batch_norm || several_processes, ValueError,
                  "--sync-batch-norm needs several processes (run under syncgrad-launch with --parallel ddp)");
 }
@@ -141,7 +149,18 @@ void TrainingRun::build_model() {
   if (config.activation_checkpointing) enable_activation_checkpointing(*model, config.model);
   if (!config.init_from.empty()) load_weights(config.init_from, *model);
   model->to(device);
-  optimizer = make_optimizer(config, model->parameters());
+  if (config.zero > 0) {
+    const TrainConfig& c = config;
+    auto zero_optimizer = std::make_unique<optim::ZeroRedundancyOptimizer>(
+        model->parameters(), job.group(),
+        [&c](std::vector<Tensor> shards) { return make_optimizer(c, std::move(shards)); },
+        optim::ZeroOptions{.first_bucket_mb = distributed::DDPOptions{}.first_bucket_mb,
+                           .bucket_cap_mb = c.bucket_cap_mb});
+    zero = zero_optimizer.get();
+    optimizer = std::move(zero_optimizer);
+  } else {
+    optimizer = make_optimizer(config, model->parameters());
+  }
   manual_seed(config.seed);
   autocast_device = model->parameters().empty() ? DeviceType::kCPU : model->parameters()[0].device().type;
 }
@@ -157,8 +176,11 @@ void TrainingRun::wrap_model() {
     options.find_unused_parameters = c.find_unused_parameters;
     // Reentrant checkpointing delivers a block's parameter gradients from a nested backward.
     options.static_graph = c.activation_checkpointing;
-    options.comm_hook = make_comm_hook(c.comm_hook);
+    // --zero 2: DDP installs its reduce-scatter hook (check_combinations refused any other --comm-hook).
+    if (c.zero != 2) options.comm_hook = make_comm_hook(c.comm_hook);
+    options.gradient_sharding = c.zero == 2;
     ddp = std::make_shared<distributed::DistributedDataParallel>(model, job.group(), options);
+    if (c.zero == 2) zero->use_gradient_shards(*ddp);
   }
   if (c.parallel == Parallelism::kDataParallel) {
     distributed::DataParallelOptions options;
@@ -240,7 +262,8 @@ void TrainingRun::print_plan() const {
   if (ddp) {
     out << ", " << world << " processes (DDP over " << backend << ", buckets " << c.bucket_cap_mb << " MiB, "
         << to_string(c.comm_hook)
-        << (c.scale_lr == LrScaling::kLinear ? ", lr x " + std::to_string(world) + " after warm-up" : "") << ")";
+        << (c.scale_lr == LrScaling::kLinear ? ", lr x " + std::to_string(world) + " after warm-up" : "")
+        << (c.zero > 0 ? ", ZeRO-" + std::to_string(c.zero) : "") << ")";
   }
   if (dp) {
     out << ", DataParallel over " << c.dp_workers

@@ -21,6 +21,7 @@
 #include "distributed/preemption.h"
 #include "nn/module.h"
 #include "optim/grad_scaler.h"
+#include "distributed/zero_redundancy_optimizer.h"
 #include "optim/optimizer.h"
 #include "tensor/device.h"
 #include "tensor/io/directory_lock.h"
@@ -51,6 +52,7 @@ struct TrainingRun {
   std::shared_ptr<nn::Module> model;  // unwrapped: what is saved and evaluated
   MfuBasis mfu;                       // the model FLOPs utilisation's FLOPs and peak (mfu.h)
   std::unique_ptr<optim::Optimizer> optimizer;
+  optim::ZeroRedundancyOptimizer* zero = nullptr;  // --zero 1|2: `optimizer` itself, sharded across the ranks
   TrainingPosition position;           // where the next batch comes from, and the steps taken
   std::string resumed_from;            // the checkpoint directory --resume loaded ("" for a fresh start)
   // Rank 0 has --checkpoint-dir (told to every rank at start): the ranks wait for its saves (training_checkpoint.h),

@@ -4,6 +4,7 @@
 #include "autograd/autocast.h"
 #include "profiler/events.h"
 #include "syncgrad.h"
+#include "tensor/memory_tag.h"
 #include "tools/train/lr_schedule.h"
 
 namespace syncgrad::train {
@@ -47,7 +48,10 @@ void optimizer_step(TrainingRun& run) {
   profiler::Scope span("train", "optimizer step");
   span.arg("step", run.position.step + 1);
   run.optimizer->set_lr(lr_at(run.config, run.world, run.position.step, run.total_steps));
-  run.scaler.step(*run.optimizer);  // a plain optimizer step unless --amp fp16 found inf/NaN gradients
+  {
+    MemoryTagGuard optimizer_memory(kOptimizerMemoryTag);
+    run.scaler.step(*run.optimizer);  // a plain optimizer step unless --amp fp16 found inf/NaN gradients
+  }
   run.scaler.update();
   ++run.position.step;
 }

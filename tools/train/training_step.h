@@ -29,4 +29,8 @@ void train_micro_batch(TrainingRun& run, const data::Batch& batch, const MicroBa
 // The optimizer step after the last micro-batch of a step, at the step's learning rate.
 void optimizer_step(TrainingRun& run);
 
+// The memory tag (tensor/memory_tag.h) of the optimizer steps: what stays allocated under it is the optimizer's
+// state (1/W of it per rank with --zero), reported in the summary.
+inline constexpr int kOptimizerMemoryTag = 255;
+
 }  // namespace syncgrad::train
