@@ -116,7 +116,6 @@ void execute(GraphTask& task, const std::vector<Edge>& root_edges, const std::ve
       ready.push({e.node->priority(), e.node->sequence_nr(), e.node});
     }
   }
-  std::vector<std::shared_ptr<Node>> executed;
   while (!ready.empty()) {
     std::shared_ptr<Node> node = ready.top().node;
     ready.pop();
@@ -140,7 +139,9 @@ void execute(GraphTask& task, const std::vector<Edge>& root_edges, const std::ve
     } else {
       node->check_not_released();
       outputs = node->apply(std::move(grads));
-      executed.push_back(node);
+      // What the node saved is needed by nothing after it ran: free it now rather than at the end of backward,
+      // so backward's peak memory falls as it goes (as in PyTorch).
+      if (!task.retain_graph) node->release();
     }
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
@@ -148,9 +149,6 @@ void execute(GraphTask& task, const std::vector<Edge>& root_edges, const std::ve
       if (i < outputs.size()) accumulate_into(task.inputs[e.node.get()], e.input_nr, std::move(outputs[i]));
       if (--task.dependencies[e.node.get()] == 0) ready.push({e.node->priority(), e.node->sequence_nr(), e.node});
     }
-  }
-  if (!task.retain_graph) {
-    for (auto& node : executed) node->release();
   }
   // Callbacks may queue further callbacks.
   for (size_t i = 0; i < task.callbacks.size(); ++i) {

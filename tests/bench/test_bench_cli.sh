@@ -6,7 +6,7 @@
 set -u
 bin="$1"
 . "$(dirname "$0")/../check.sh"
-subcommands=(scaling core allreduce data ddp conv bf16 resnet cuda checkpoint activation-checkpointing)
+subcommands=(scaling core allreduce data ddp conv bf16 resnet cuda checkpoint activation-checkpointing trace)
 
 help=$("$bin" --help 2>&1); status=$?
 echo "$help"

@@ -13,7 +13,7 @@ base=(--model gpt --data-dir "$tmp/text" --model-config "block_size=16,n_layer=2
   --batch-size 4 --optimizer adamw --lr 0.003 --workers 1 --log-every 1 --epochs 1 --bucket-cap-mb 0.02)
 
 # losses FILE: the loss column of a CSV log.
-losses() { awk -F, 'NR > 1 { print $1, $3 }' "$1"; }
+losses() { awk -F, 'NR > 1 && $10 == "train" { print $1, $3 }' "$1"; }  # step and loss of the train rows
 
 run2() {  # run2 NAME ARGS...: 2 ranks, log in $tmp/NAME.csv
   local name=$1; shift
