@@ -18,7 +18,7 @@ build=${BUILD:-build}
 [ -e "$text" ] || { echo "no text at $text: apt-get install fortunes, or pass a text file"; exit 1; }
 # Extra flag sets: each configuration runs once per set (syncgrad-train flags | torch_zero.py flags), e.g. add
 # "--activation-checkpointing|--checkpointing" for activation checkpointing on both sides.
-flag_sets=("|")
+flag_sets=("|" "--activation-checkpointing|--checkpointing")
 block=$(sed -n 's/.*block_size=\([0-9]*\).*/\1/p' <<<"$config"); block=${block:-128}
 warmup=2
 window=$((steps - warmup))
