@@ -38,6 +38,11 @@ Join::Join(DistributedDataParallel& ddp, JoinOptions options)
   SYNCGRAD_CHECK(ddp.join_ == nullptr, DistributedError,
                  "DistributedDataParallel::join: this model is already inside a join guard; use one guard at a time");
   ddp.reducer_->comm_hook()->check_join();
+  // A shadowed backward arrives at no parameter, which a static graph's record would take for a changed graph;
+  // ZeRO-2's shards were not shadowed in any test: both refused rather than risk a wrong step.
+  SYNCGRAD_CHECK(!ddp.options().static_graph && !ddp.options().gradient_sharding, ValueError,
+                 "DistributedDataParallel::join: not supported with static_graph or gradient_sharding (ZeRO-2); "
+                 "give every rank the same number of batches (DistributedSampler pads), or drop those options");
   if (!options_.throw_on_early_termination) {
     std::vector<std::string> layers;
     find_sync_batch_norms(*ddp.module(), "", layers);
