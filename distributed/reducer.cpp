@@ -53,7 +53,7 @@ void Reducer::set_comm_hook(std::shared_ptr<CommHook> hook) {
   if (!hook) hook = options_.gradient_sharding ? reduce_scatter_hook() : allreduce_hook();
   check_sharding_hook(options_.gradient_sharding, *hook);
   // Buckets are split by dtype and device, and rebuilding them later keeps those, so checking now is enough.
-  for (const Bucket& bucket : buckets_) hook->check_bucket(bucket.grad.buffer.dtype(), bucket.grad.buffer.device());
+  for (const Bucket& bucket : buckets_) hook->check_bucket(bucket.options.dtype, bucket.options.device);
   hook_ = std::move(hook);
 }
 
@@ -74,16 +74,40 @@ void Reducer::build_buckets(const std::vector<size_t>& order) {
     const Tensor& first = params_[plan[b].front()].second;
     bucket.grad.index = b;
     bucket.grad.parameters = plan[b];
-    bucket.grad.buffer = zeros({total}, TensorOptions{first.dtype(), first.device()});
-    int64_t offset = 0;
+    bucket.numel = total;
+    bucket.options = TensorOptions{first.dtype(), first.device()};
     for (size_t slot = 0; slot < plan[b].size(); ++slot) {
-      const Tensor& p = params_[plan[b][slot]].second;
-      bucket.grad.gradients.push_back(raw::view(raw::narrow(bucket.grad.buffer, 0, offset, p.numel()), p.sizes()));
       bucket_of_[plan[b][slot]] = b;
       slot_of_[plan[b][slot]] = slot;
-      offset += p.numel();
     }
+    if (!options_.gradient_sharding) materialize(bucket);
     buckets_.push_back(std::move(bucket));
+  }
+}
+
+void Reducer::materialize(Bucket& bucket) {
+  if (bucket.grad.buffer.defined()) return;
+  NoGradGuard no_grad;
+  // Every parameter's slot is written (its gradient or zeros) before the bucket launches; only the padding
+  // needs zeros.
+  bucket.grad.buffer = empty({bucket.numel}, bucket.options);
+  int64_t offset = 0;
+  bucket.grad.gradients.clear();
+  for (size_t index : bucket.params) {
+    const Tensor& p = params_[index].second;
+    bucket.grad.gradients.push_back(raw::view(raw::narrow(bucket.grad.buffer, 0, offset, p.numel()), p.sizes()));
+    offset += p.numel();
+  }
+  if (offset < bucket.numel) raw::fill_(raw::narrow(bucket.grad.buffer, 0, offset, bucket.numel - offset), Scalar(0.0));
+}
+
+void Reducer::release_reduced_buffers(bool all) {
+  if (!options_.gradient_sharding) return;
+  for (size_t b = 0; b < next_launch_ && b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    if (!bucket.grad.buffer.defined() || !bucket.work || !(all || bucket.work->is_completed())) continue;
+    bucket.grad.buffer = Tensor();
+    bucket.grad.gradients.clear();
   }
 }
 
@@ -106,7 +130,7 @@ std::vector<std::vector<std::string>> Reducer::bucket_names() const {
 
 std::vector<size_t> Reducer::bucket_bytes() const {
   std::vector<size_t> bytes;
-  for (const Bucket& bucket : buckets_) bytes.push_back(bucket.grad.buffer.nbytes());
+  for (const Bucket& bucket : buckets_) bytes.push_back(static_cast<size_t>(bucket.numel) * element_size(bucket.options.dtype));
   return bytes;
 }
 
@@ -209,6 +233,7 @@ void Reducer::launch_full_buckets() {
     bucket.work = hook_->launch(*group_, bucket.grad);
     ++next_launch_;
   }
+  release_reduced_buffers(false);
 }
 
 void Reducer::finish_backward(bool shadow) {
@@ -254,8 +279,9 @@ void Reducer::finish_backward(bool shadow) {
   for (Bucket& bucket : buckets_) {
     hook_->finish(*group_, bucket.grad);
     stats_.comm_seconds += bucket.work->busy_seconds();
-    stats_.bytes += bucket.grad.buffer.nbytes();
+    stats_.bytes += static_cast<size_t>(bucket.numel) * element_size(bucket.options.dtype);
   }
+  release_reduced_buffers(true);
   stats_.buckets = buckets_.size();
   stats_.backward_compute_seconds = compute_seconds;
   recent_stats_.push_back(stats_);

@@ -18,6 +18,7 @@
 #include "distributed/host_values.h"
 #include "distributed/process_group.h"
 #include "distributed/static_graph.h"
+#include "tensor/ops/factories.h"
 #include "tensor/tensor.h"
 
 namespace syncgrad::distributed {
@@ -111,13 +112,25 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   struct Bucket {
     GradBucket grad;
     std::vector<size_t> params;
+    int64_t numel = 0;  // the buffer's elements (padded to a multiple of the ranks under gradient_sharding)
+    TensorOptions options;
     size_t pending = 0;
     std::shared_ptr<Work> work;
   };
 
   void build_buckets(const std::vector<size_t>& order);
+  // Allocates the bucket's buffer and its per-parameter views when it has none.
+  void materialize(Bucket& bucket);
+  // Under gradient_sharding a bucket's full-size buffer lives only from its first gradient until its
+  // reduce-scatter completed (between backwards each rank keeps the 1/W shards): drops the buffers of launched
+  // buckets whose Work is done; every launched bucket's when `all` (their Works were waited for).
+  void release_reduced_buffers(bool all);
   // Parameter `index`'s slot in its bucket, shaped like the parameter.
-  const Tensor& view_of(size_t index) const { return buckets_[bucket_of_[index]].grad.gradients[slot_of_[index]]; }
+  const Tensor& view_of(size_t index) {
+    Bucket& bucket = buckets_[bucket_of_[index]];
+    materialize(bucket);
+    return bucket.grad.gradients[slot_of_[index]];
+  }
   void on_gradient_ready(size_t index);
   void begin_backward();
   void reset_for_backward();

@@ -10,7 +10,12 @@ namespace syncgrad::distributed {
 void Work::wait(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) timeout = default_timeout_;
   std::unique_lock lock(mutex_);
-  if (!done_cv_.wait_for(lock, timeout, [&] { return done_; })) {
+  // The backend's own deadline for the operation usually passes at the same moment (a process resumed after
+  // SIGSTOP wakes both threads at once): a short grace lets its error, which names the peer awaited, win over
+  // this generic one.
+  const auto backend_grace = std::chrono::milliseconds{250};
+  if (!done_cv_.wait_for(lock, timeout, [&] { return done_; }) &&
+      !done_cv_.wait_for(lock, backend_grace, [&] { return done_; })) {
     lock.unlock();
     on_timeout();
     const std::string message = description_ + " did not finish within " + std::to_string(timeout.count()) +

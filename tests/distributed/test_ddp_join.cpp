@@ -1,7 +1,7 @@
 // DistributedDataParallel::join between real processes: ranks with 10 and 13 batches (and three ranks with three
 // counts) finish and end where one process ends that sums each step's batches of the ranks still training,
 // divided by the initial world size or by the ranks still training (no_sync accumulation and the fp16 hook
-// too); SyncBatchNorm and PowerSGD are refused or stop every rank; enable = false does nothing; a rank that
+// too); SyncBatchNorm and PowerSGD are refused or stop every rank, static_graph and gradient_sharding refused; enable = false does nothing; a rank that
 // leaves the guard with an error does not leave the others hanging; a model with several inputs trains under
 // DDP with find_unused_parameters.
 #include <doctest/doctest.h>
@@ -245,7 +245,7 @@ TEST_CASE("join: no_sync accumulation (2 and 3 steps of 3 micro-batches) and the
   expect_all_ok(outcomes);
 }
 
-TEST_CASE("join: SyncBatchNorm and PowerSGD are refused; throw_on_early_termination stops every rank") {
+TEST_CASE("join: SyncBatchNorm, PowerSGD, static_graph and gradient_sharding are refused; throw_on_early_termination stops every rank") {
   auto outcomes = run_job(2, [](int rank) {
     init_process_group(syncgrad::test::quick_init());
     auto model = std::make_shared<TwoInputs>(true);
@@ -275,6 +275,18 @@ TEST_CASE("join: SyncBatchNorm and PowerSGD are refused; throw_on_early_terminat
     } catch (const ValueError& e) {
       report(e.what());
     }
+    for (const bool static_graph : {true, false}) {
+      DistributedDataParallel other(std::make_shared<TwoInputs>(),
+                                    {.find_unused_parameters = !static_graph,
+                                     .static_graph = static_graph,
+                                     .gradient_sharding = !static_graph});
+      try {
+        Join join = other.join();
+        report(static_graph ? "static_graph accepted" : "gradient_sharding accepted");
+      } catch (const ValueError& e) {
+        report(std::string(static_graph ? "static_graph: " : "gradient_sharding: ") + e.what());
+      }
+    }
     destroy_process_group();
   });
   expect_all_ok(outcomes);
@@ -285,6 +297,10 @@ TEST_CASE("join: SyncBatchNorm and PowerSGD are refused; throw_on_early_terminat
     CHECK(outcome.report.find("rank(s) 0 ran out of inputs while rank(s) 1 still train") != std::string::npos);
     CHECK(outcome.report.find("comm hook powersgd:1 cannot run under DistributedDataParallel::join()") !=
           std::string::npos);
+    for (const char* option : {"static_graph: ", "gradient_sharding: "}) {
+      CHECK(outcome.report.find(std::string(option) + "DistributedDataParallel::join: not supported with "
+                                "static_graph or gradient_sharding") != std::string::npos);
+    }
   }
 }
 

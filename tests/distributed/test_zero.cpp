@@ -27,6 +27,7 @@
 #include "optim/grad_scaler.h"
 #include "optim/optimizer_state_io.h"
 #include "optim/sgd.h"
+#include "tensor/allocator.h"
 #include "tensor/io/safetensors.h"
 #include "tensor/memory_tag.h"
 #include "tensor/ops/copy.h"
@@ -162,10 +163,20 @@ void compare_modes(const std::function<std::shared_ptr<nn::Module>()>& make_mode
   int tag = 10;
   Setup ddp = make_setup(make_model, Mode::kDdp, kind);
   const Run reference = train(ddp, loss_of, steps, rank, tag++);
+  size_t zero1_held = 0;  // bytes allocated while the ZeRO-1 setup lives, after its last step
   for (Mode mode : {Mode::kZero1, Mode::kZero2}) {
     Setup s = make_setup(make_model, mode, kind);
     const Run run = train(s, loss_of, steps, rank, tag++);
+    const size_t held = cpu_allocator().stats().allocated_bytes;
+    if (mode == Mode::kZero1) zero1_held = held;
     if (mode == Mode::kZero2) {
+      // ZeRO-1 holds the full bucket buffers and param.grad (2 x the gradient bytes), ZeRO-2 the 1/W shards
+      // only: without the bucket buffers released after their reduce-scatter it would hold at most 1 - 1/W less.
+      size_t gradient_bytes = 0;
+      for (const Tensor& p : s.model->parameters()) gradient_bytes += p.nbytes();
+      expect(zero1_held > held && zero1_held - held >= gradient_bytes,
+             "ZeRO-2 holds " + std::to_string(held) + " bytes after its steps, ZeRO-1 " + std::to_string(zero1_held) +
+                 ": not a full gradient's " + std::to_string(gradient_bytes) + " bytes less (bucket buffers kept?)");
       // No full gradient is kept: param.grad is empty, the rank holds its 1/W shard of each bucket.
       for (const Tensor& p : s.model->parameters()) expect(!p.grad().defined(), "ZeRO-2 left a full param.grad");
       int64_t shard_numel = 0;
