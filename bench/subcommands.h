@@ -12,6 +12,7 @@ int bench_data_main(int argc, char** argv);          // bench/bench_data.cpp
 int bench_ddp_main(int argc, char** argv);           // bench/bench_ddp.cpp
 int bench_conv_main(int argc, char** argv);          // bench/bench_conv.cpp
 int bench_bf16_main(int argc, char** argv);          // bench/bench_bf16.cpp
+int bench_gemm_main(int argc, char** argv);          // bench/bench_gemm.cpp
 int bench_resnet_main(int argc, char** argv);        // bench/bench_resnet.cpp
 int bench_cuda_main(int argc, char** argv);          // bench/cuda_subcommand.cpp (loads bench/bench_cuda.cpp)
 int bench_checkpoint_main(int argc, char** argv);    // bench/bench_checkpoint.cpp

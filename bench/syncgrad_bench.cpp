@@ -33,6 +33,8 @@ const Subcommand kSubcommands[] = {
     {"ddp", "DDP training throughput, world size 1 or 2 (run under syncgrad-launch)", bench_ddp_main},
     {"conv", "per-kernel time split of the CNN's training step (conv/pool kernels on its shapes)", bench_conv_main},
     {"bf16", "bfloat16 on this CPU: its features, vdpbf16ps vs FMA rate, bf16 vs f32 GEMM", bench_bf16_main},
+    {"gemm", "float32 GEMM: oneDNN vs the register-tiled kernels vs Eigen on the models' linear layers",
+     bench_gemm_main},
     {"resnet", "per-kernel CPU-time split of a ResNet-18/20 training step on its own shapes", bench_resnet_main},
     {"cuda", "GEMM vs cuBLAS, copies vs cudaMemcpy, the CNN step vs PyTorch on the GPU", bench_cuda_main,
      SYNCGRAD_HAVE_CUDA != 0},

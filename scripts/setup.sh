@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(meson ninja-build pkg-config cmake g++ libeigen3-dev doctest-dev libgloo-dev zlib1g-dev
+packages=(meson ninja-build pkg-config cmake g++ libeigen3-dev doctest-dev libgloo-dev libdnnl-dev zlib1g-dev
           libcli11-dev nlohmann-json3-dev libfmt-dev dataset-fashion-mnist fortunes python3)
 missing=()
 for p in "${packages[@]}"; do

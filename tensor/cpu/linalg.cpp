@@ -12,6 +12,7 @@
 
 #include "tensor/cpu/bf16_kernels.h"
 #include "tensor/cpu/gemm_tiled.h"
+#include "tensor/cpu/onednn_gemm.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
@@ -124,7 +125,9 @@ Tensor widened(const Tensor& t) {
 void gemm_widened(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
   const Tensor out_f32 = beta.to_double() == 0.0 ? empty(out.sizes(), {.dtype = DType::f32}) : raw::to(out, DType::f32);
   const Tensor a_f32 = widened(a), b_f32 = widened(b);
-  if (!gemm_tiled_f32(out_f32, a_f32, b_f32, alpha, beta)) gemm_native<float>(out_f32, a_f32, b_f32, alpha, beta);
+  if (!onednn_gemm_f32(out_f32, a_f32, b_f32, alpha, beta) && !gemm_tiled_f32(out_f32, a_f32, b_f32, alpha, beta)) {
+    gemm_native<float>(out_f32, a_f32, b_f32, alpha, beta);
+  }
   kernels::copy(out.device(), out, out_f32);
 }
 
@@ -139,7 +142,8 @@ void gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scal
       unsupported_dtype("matmul", out.dtype(), "float32, float64, float16, bfloat16, int64, int32");
     } else {
       if constexpr (std::is_same_v<T, float>) {
-        if (gemm_tiled_f32(out, a, b, alpha, beta)) return;  // linear-layer shapes: gemm_tiled.h
+        if (onednn_gemm_f32(out, a, b, alpha, beta)) return;  // large products: onednn_gemm.h
+        if (gemm_tiled_f32(out, a, b, alpha, beta)) return;   // linear-layer shapes: gemm_tiled.h
       }
       gemm_native<T>(out, a, b, alpha, beta);
     }

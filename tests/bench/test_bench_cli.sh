@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # syncgrad-bench's entry point: --help lists every subcommand with one line each, an unknown or missing
 # subcommand fails with exit status 2 and names the valid ones, a bad option of a subcommand is refused,
-# `cuda` either loads its module or says that this build has none, and a quick `core` run prints its table.
+# `cuda` either loads its module or says that this build has none, and quick `core` and `gemm` runs print their
+# tables.
 # Usage: test_bench_cli.sh path/to/syncgrad-bench
 set -u
 bin="$1"
 . "$(dirname "$0")/../check.sh"
-subcommands=(scaling core allreduce data ddp conv bf16 resnet cuda checkpoint activation-checkpointing trace)
+subcommands=(scaling core allreduce data ddp conv bf16 gemm resnet cuda checkpoint activation-checkpointing trace)
 
 help=$("$bin" --help 2>&1); status=$?
 echo "$help"
@@ -35,6 +36,16 @@ check "the error names the option and the subcommand" grep -q "core: unknown or 
 out=$("$bin" bf16 --reps 0 2>&1); status=$?
 check "bf16 refuses --reps 0 with exit 2" test $status -eq 2
 check "bf16 names the refused argument" grep -q "bf16: unknown or incomplete argument '--reps'" <<<"$out"
+
+out=$("$bin" gemm --threads 0 2>&1); status=$?
+check "gemm refuses --threads 0 with exit 2" test $status -eq 2
+check "gemm names the refused argument" grep -q "gemm: unknown or incomplete argument '--threads'" <<<"$out"
+out=$("$bin" gemm --reps 1 2>&1); status=$?
+echo "$out"
+check "gemm --reps 1 exits 0" test $status -eq 0
+check "gemm prints its table" grep -qE "^model +product +shape +oneDNN +tiled +Eigen +picked" <<<"$out"
+check "gemm times the three products of 9 layers" test "$(grep -cE ' (oneDNN|tiled|Eigen)$' <<<"$out")" -eq 27
+check "gemm: the 12 x 768 GPT's forward goes to oneDNN" grep -qE "^gpt 12x768 +forward +512x768x3072 .* oneDNN$" <<<"$out"
 
 out=$("$bin" cuda --help 2>&1); status=$?
 echo "$out"
