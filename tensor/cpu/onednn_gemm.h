@@ -1,5 +1,5 @@
 // float32 matrix products through oneDNN's matmul primitive (Debian's libdnnl): on the shapes of linear layers
-// and attention at 512 rows and more it runs at 1.2-3x the register-tiled kernels of gemm_tiled.h on the Intel
+// at 512 rows and more it runs at 1.1-2.5x the register-tiled kernels of gemm_tiled.h on the Intel
 // Xeon measured (docs/BENCHMARKS.md, "float32 GEMM: oneDNN beside the own kernels"). Primitives are created once
 // per shape and layout and kept; oneDNN shares the intra-op OpenMP threads (inside a parallel region it runs on
 // the calling thread alone).
