@@ -6,7 +6,7 @@
 //   - few rows (a training batch): compute C^T (N x M) = W (N x K) @ A^T instead, where W is read in place as
 //     the tiles' A and only A^T (K x M, padded to whole vectors) is copied; C^T is transposed back into C.
 //     For a batch of 64 through a 784 -> 256 layer that copies 66k floats instead of W's 200k.
-// Row blocks run in parallel over the intra-op threads.
+// Row blocks (and, for few rows, column parts) run in parallel over the intra-op threads.
 #include "tensor/cpu/gemm_tiled.h"
 
 #include <algorithm>
@@ -31,6 +31,9 @@ constexpr int64_t kMaxRowMajorColumns = 2048;
 // through 784 -> 256: 61 GFLOP/s copying B, 101 transposing A and C; a batch of 1000: 95 against 73).
 constexpr int64_t kMinRowsToCopyB = 512;
 constexpr int64_t kLanes = conv_gemm::kLanes<float>;
+// Below these a thread's share of C is too small to pay for the split (the tiles are 6 rows x 64 columns).
+constexpr int64_t kMinRowsPerThread = 48;
+constexpr int64_t kMinColsPerPart = 128;
 
 using conv_gemm::StridedA;
 
@@ -49,18 +52,43 @@ void copy_strided(const float* src, int64_t rows, int64_t cols, int64_t rs, int6
   }
 }
 
-// c (m, n) [+]= a (m, k) @ b (k, n): b and c row-major (ldb, ldc), n a multiple of kLanes; row blocks in parallel.
+// How blocked_gemm splits C between the intra-op threads: row blocks of at most kRowBlock rows and, when the
+// rows alone cannot give every thread its share (a batch of 64 rows), column parts too.
+struct GemmSplit {
+  int64_t rows_per_block, row_blocks, cols_per_part, col_parts;
+};
+
+GemmSplit split_for_threads(int64_t m, int64_t n) {
+  const int64_t threads = get_num_threads();
+  int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
+  if (threads == 1) return {kRowBlock, row_blocks, n, 1};
+  if (row_blocks >= threads) {
+    row_blocks = (row_blocks + threads - 1) / threads * threads;  // the same number of blocks for every thread
+  } else {
+    row_blocks = std::max(row_blocks, std::min(threads, m / kMinRowsPerThread));
+  }
+  const int64_t rows_per_block = ((m + row_blocks - 1) / row_blocks + 5) / 6 * 6;  // whole 6-row tiles
+  row_blocks = (m + rows_per_block - 1) / rows_per_block;
+  const int64_t col_parts = std::max<int64_t>(1, std::min(threads / row_blocks, n / kMinColsPerPart));
+  const int64_t cols_per_part = ((n + col_parts - 1) / col_parts + kLanes - 1) / kLanes * kLanes;
+  return {rows_per_block, row_blocks, cols_per_part, (n + cols_per_part - 1) / cols_per_part};
+}
+
+// c (m, n) [+]= a (m, k) @ b (k, n): b and c row-major (ldb, ldc), n a multiple of kLanes; the blocks of
+// split_for_threads in parallel.
 void blocked_gemm(int64_t m, int64_t n, int64_t k, const StridedA<float>& a, const float* b, int64_t ldb, float* c,
                   int64_t ldc, bool accumulate) {
-  const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
-  parallel_for(blocks, 1, [&](int64_t first, int64_t last) {
-    for (int64_t block = first; block < last; ++block) {
-      const int64_t i0 = block * kRowBlock, rows = std::min(kRowBlock, m - i0);
+  const GemmSplit split = split_for_threads(m, n);
+  parallel_for(split.row_blocks * split.col_parts, 1, [&](int64_t first, int64_t last) {
+    for (int64_t item = first; item < last; ++item) {
+      const int64_t block = item / split.col_parts, part = item % split.col_parts;
+      const int64_t i0 = block * split.rows_per_block, rows = std::min(split.rows_per_block, m - i0);
+      const int64_t j0 = part * split.cols_per_part, cols = std::min(split.cols_per_part, n - j0);
       for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
         const StridedA<float> slice = a.from_row(i0);
         const StridedA<float> depth{slice.data + k0 * a.k_stride, a.row_stride, a.k_stride};
-        conv_gemm::gemm<float, 6, 4>(rows, n, std::min(kDepthBlock, k - k0), depth, b + k0 * ldb, ldb, c + i0 * ldc,
-                                     ldc, {.accumulate = accumulate || k0 > 0});
+        conv_gemm::gemm<float, 6, 4>(rows, cols, std::min(kDepthBlock, k - k0), depth, b + k0 * ldb + j0, ldb,
+                                     c + i0 * ldc + j0, ldc, {.accumulate = accumulate || k0 > 0});
       }
     }
   });

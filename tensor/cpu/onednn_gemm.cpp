@@ -2,17 +2,22 @@
 #include "tensor/cpu/onednn_gemm.h"
 
 #include <dnnl.hpp>
+
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 namespace syncgrad::cpu {
 namespace {
 
-// Below this many multiply-adds the register-tiled kernels are as fast (a batch of 64 through 784 -> 256 is
-// 12.8M) and a primitive's fixed cost (~2 us per call) weighs more.
-constexpr int64_t kMinMultiplyAdds = int64_t{32} << 20;
+// From this many multiply-adds (a batch of 64 through a 256 -> 256 layer) oneDNN was as fast as the
+// register-tiled kernels on one thread and 1.1-1.6x faster on two (syncgrad-bench gemm); below it a primitive's
+// fixed cost (~2 us per call) weighs more.
+constexpr int64_t kMinMultiplyAdds = int64_t{1} << 22;
 // A row-major B with rows this long is read in place by oneDNN 2.6's matmul and ran at 55 GFLOP/s on a 12 x 768
 // GPT's 3072 -> 768 layer (input and weight gradients) where Eigen, which packs B, ran at 86-101: Eigen's.
 constexpr int64_t kMaxRowMajorB = 2048;
@@ -25,32 +30,41 @@ dnnl::engine& cpu_engine() {
   return engine;
 }
 
+// A matmul primitive and the scratchpad it needs. The scratchpad is the caller's (scratchpad_mode::user): with
+// the library's own, which Debian's build shares between threads, two threads running primitives at once (the
+// replicas of DataParallel) overwrote each other's partial results.
+struct Matmul {
+  dnnl::matmul primitive;
+  dnnl::memory::desc scratchpad;
+};
+
 // The primitive for `key`, created on first use; nullptr when oneDNN cannot run that layout.
-std::shared_ptr<dnnl::matmul> primitive_for(const Key& key) {
+std::shared_ptr<const Matmul> primitive_for(const Key& key) {
   static std::mutex mutex;
-  static std::map<Key, std::shared_ptr<dnnl::matmul>> cache;
+  static std::map<Key, std::shared_ptr<const Matmul>> cache;
   std::lock_guard lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= kMaxCachedPrimitives) cache.clear();
   const auto [m, n, k, a_rows, a_cols, b_rows, b_cols, accumulate] = key;
   using desc = dnnl::memory::desc;
   const auto f32 = dnnl::memory::data_type::f32;
-  std::shared_ptr<dnnl::matmul> primitive;
+  std::shared_ptr<const Matmul> matmul;
   try {
     dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (accumulate) {
       dnnl::post_ops sum;
       sum.append_sum(1.0f);
       attr.set_post_ops(sum);
     }
     const desc a({m, k}, f32, {a_rows, a_cols}), b({k, n}, f32, {b_rows, b_cols}), c({m, n}, f32, {n, 1});
-    primitive = std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr,
-                                                                          cpu_engine()));
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+    matmul = std::make_shared<const Matmul>(Matmul{dnnl::matmul(pd), pd.scratchpad_desc()});
   } catch (const dnnl::error&) {
-    primitive = nullptr;  // a layout oneDNN does not take (e.g. zero strides): the caller's own kernels run it
+    matmul = nullptr;  // a layout oneDNN does not take (e.g. zero strides): the caller's own kernels run it
   }
-  cache.emplace(key, primitive);
-  return primitive;
+  cache.emplace(key, matmul);
+  return matmul;
 }
 
 }  // namespace
@@ -61,9 +75,8 @@ bool onednn_gemm_f32(const Tensor& out, const Tensor& a, const Tensor& b, const 
   if (beta_value != 0.0 && beta_value != 1.0) return false;
   const int64_t m = out.size(0), n = out.size(1), k = a.size(1);
   if (m * n * k < kMinMultiplyAdds || (b.stride(1) == 1 && b.stride(0) >= kMaxRowMajorB)) return false;
-  const auto primitive =
-      primitive_for({m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), beta_value == 1.0});
-  if (!primitive) return false;
+  const auto matmul = primitive_for({m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), beta_value == 1.0});
+  if (!matmul) return false;
   const auto& engine = cpu_engine();
   thread_local dnnl::stream stream(engine);
   const auto f32 = dnnl::memory::data_type::f32;
@@ -71,7 +84,15 @@ bool onednn_gemm_f32(const Tensor& out, const Tensor& a, const Tensor& b, const 
   dnnl::memory a_mem(desc({m, k}, f32, {a.stride(0), a.stride(1)}), engine, const_cast<float*>(a.data_ptr<float>()));
   dnnl::memory b_mem(desc({k, n}, f32, {b.stride(0), b.stride(1)}), engine, const_cast<float*>(b.data_ptr<float>()));
   dnnl::memory c_mem(desc({m, n}, f32, {n, 1}), engine, out.data_ptr<float>());
-  primitive->execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  constexpr size_t kAlignment = 64;
+  thread_local std::vector<uint8_t> scratchpad;
+  scratchpad.resize(std::max(scratchpad.size(), matmul->scratchpad.get_size() + kAlignment));
+  void* aligned = scratchpad.data() + (kAlignment - reinterpret_cast<uintptr_t>(scratchpad.data()) % kAlignment);
+  dnnl::memory scratchpad_mem(matmul->scratchpad, engine, aligned);
+  matmul->primitive.execute(stream, {{DNNL_ARG_SRC, a_mem},
+                                     {DNNL_ARG_WEIGHTS, b_mem},
+                                     {DNNL_ARG_DST, c_mem},
+                                     {DNNL_ARG_SCRATCHPAD, scratchpad_mem}});
   stream.wait();
   return true;
 }
