@@ -119,15 +119,19 @@ Tensor widened(const Tensor& t) {
   return raw::to(t, DType::f32);
 }
 
-// float16/bfloat16 on the float32 kernels: the operands widened, the float32 GEMM (gemm_tiled_f32 for linear
-// layers' shapes, else Eigen), the result rounded once. On CPUs without fast bfloat16 dot products this is as
-// fast as float32 but for the conversions, O(MK + KN + MN) against the product's O(MNK).
+// float32: oneDNN for large 2-D products (onednn_gemm.h), the register tiles for the other linear-layer shapes
+// (gemm_tiled.h), Eigen for the rest.
+void gemm_f32(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
+  if (onednn_gemm_f32(out, a, b, alpha, beta) || gemm_tiled_f32(out, a, b, alpha, beta)) return;
+  gemm_native<float>(out, a, b, alpha, beta);
+}
+
+// float16/bfloat16 on the float32 kernels: the operands widened, the float32 GEMM, the result rounded once. On
+// CPUs without fast bfloat16 dot products this is as fast as float32 but for the conversions, O(MK + KN + MN)
+// against the product's O(MNK).
 void gemm_widened(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
   const Tensor out_f32 = beta.to_double() == 0.0 ? empty(out.sizes(), {.dtype = DType::f32}) : raw::to(out, DType::f32);
-  const Tensor a_f32 = widened(a), b_f32 = widened(b);
-  if (!onednn_gemm_f32(out_f32, a_f32, b_f32, alpha, beta) && !gemm_tiled_f32(out_f32, a_f32, b_f32, alpha, beta)) {
-    gemm_native<float>(out_f32, a_f32, b_f32, alpha, beta);
-  }
+  gemm_f32(out_f32, widened(a), widened(b), alpha, beta);
   kernels::copy(out.device(), out, out_f32);
 }
 
@@ -141,11 +145,8 @@ void gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scal
     } else if constexpr (std::is_same_v<T, uint8_t>) {
       unsupported_dtype("matmul", out.dtype(), "float32, float64, float16, bfloat16, int64, int32");
     } else {
-      if constexpr (std::is_same_v<T, float>) {
-        if (onednn_gemm_f32(out, a, b, alpha, beta)) return;  // large products: onednn_gemm.h
-        if (gemm_tiled_f32(out, a, b, alpha, beta)) return;   // linear-layer shapes: gemm_tiled.h
-      }
-      gemm_native<T>(out, a, b, alpha, beta);
+      if constexpr (std::is_same_v<T, float>) gemm_f32(out, a, b, alpha, beta);
+      else gemm_native<T>(out, a, b, alpha, beta);
     }
   });
 }

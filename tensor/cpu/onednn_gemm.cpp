@@ -19,7 +19,7 @@ namespace {
 // fixed cost (~2 us per call) weighs more.
 constexpr int64_t kMinMultiplyAdds = int64_t{1} << 22;
 // A row-major B with rows this long is read in place by oneDNN 2.6's matmul and ran at 55 GFLOP/s on a 12 x 768
-// GPT's 3072 -> 768 layer (input and weight gradients) where Eigen, which packs B, ran at 86-101: Eigen's.
+// GPT's 3072 -> 768 layer (input and weight gradients) where Eigen, which packs B, ran at 86-118: Eigen's.
 constexpr int64_t kMaxRowMajorB = 2048;
 constexpr size_t kMaxCachedPrimitives = 512;
 
