@@ -10,8 +10,9 @@ namespace syncgrad::cpu {
 
 // out (M, N) = a (M, K) @ b (K, N), plus out's old values when beta is 1: the contract of kernels::gemm for
 // two-dimensional float32 operands (a and b any strides, out contiguous). Returns false, doing nothing,
-// unless alpha is 1, beta is 0 or 1, M and K are at least 16, and either b is row-major (or M >= 512) with N a
-// multiple of 16 up to 4096, or b is column-major (a transposed weight) with N >= 16 and M up to 4096.
+// unless alpha is 1, beta is 0 or 1, M and K are at least 16, and either b is row-major with N a multiple of 16
+// below 2048 (longer rows are Eigen's, which packs them), or b is column-major (a transposed weight) with M >= 512
+// and N a multiple of 16 up to 4096, or M below 512 and N >= 16.
 bool gemm_tiled_f32(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta);
 
 }  // namespace syncgrad::cpu
