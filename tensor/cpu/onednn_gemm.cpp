@@ -15,7 +15,7 @@ namespace syncgrad::cpu {
 namespace {
 
 // From this many multiply-adds (a batch of 64 through a 256 -> 256 layer) oneDNN was as fast as the
-// register-tiled kernels on one thread and 1.1-1.6x faster on two (syncgrad-bench gemm); below it a primitive's
+// register-tiled kernels on one thread and 1.1-1.4x faster on two (syncgrad-bench gemm); below it a primitive's
 // fixed cost (~2 us per call) weighs more.
 constexpr int64_t kMinMultiplyAdds = int64_t{1} << 22;
 // A row-major B with rows this long is read in place by oneDNN 2.6's matmul and ran at 55 GFLOP/s on a 12 x 768
