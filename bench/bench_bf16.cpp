@@ -1,13 +1,13 @@
 // syncgrad-bench bf16: whether bfloat16 products can pay on this CPU, and what they do. Prints
-//   - the CPU's bfloat16 features (AVX512-BF16; AMX-BF16/AMX-TILE from CPUID and whether the OS enables the
-//     tile state in XCR0) and the path bfloat16 products take here (bf16::dot_available);
+//   - the CPU's bfloat16 features (tensor/cpu/cpu_features.h: AVX512-BF16; AMX-BF16/AMX-TILE from CPUID, whether
+//     the OS enables the tile state in XCR0 and grants it) and the path bfloat16 matmuls take here;
 //   - the core's rate of vdpbf16ps against vfmadd231ps on independent register chains (GFLOP/s, one core),
 //     the two loops alternating, median of --reps: the ceiling of a dot-product kernel against float32's;
 //   - GEMM GFLOP/s through the tensor API, bfloat16 against float32 on the same shapes (the MLP's, the GPT's
 //     and a square one), alternating, median of --reps.
-// Run it twice, with SYNCGRAD_CPU_BF16_DOT=1 and =0, to compare the two bfloat16 paths (docs/BENCHMARKS.md).
+// Run it with SYNCGRAD_CPU_BF16_DOT=1 / =0 and SYNCGRAD_CPU_BF16_ONEDNN=1 / =0 to compare the bfloat16 paths
+// (docs/BENCHMARKS.md).
 //   syncgrad-bench bf16 [--reps N]
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,6 +21,8 @@
 #include "bench/subcommands.h"
 #include "syncgrad.h"
 #include "tensor/cpu/bf16_kernels.h"
+#include "tensor/cpu/cpu_features.h"
+#include "tensor/cpu/onednn_gemm.h"
 
 namespace {
 
@@ -79,27 +81,6 @@ __attribute__((target("avx512f,fma"), noinline)) float fma_chains(int64_t iterat
   return lane_sum(total);
 }
 
-struct Features {
-  bool avx512_bf16 = false, amx_bf16 = false, amx_tile = false, os_tile_state = false;
-};
-
-Features cpu_features() {
-  Features f;
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
-    f.amx_bf16 = (d >> 22) & 1;
-    f.amx_tile = (d >> 24) & 1;
-  }
-  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = (a >> 5) & 1;
-  __get_cpuid(1, &a, &b, &c, &d);
-  if ((c >> 27) & 1) {  // OSXSAVE: XCR0 readable
-    unsigned lo = 0, hi = 0;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    f.os_tile_state = ((lo >> 17) & 3) == 3;  // XTILECFG and XTILEDATA
-  }
-  return f;
-}
-
 const char* yes_no(bool v) { return v ? "yes" : "no"; }
 
 }  // namespace
@@ -117,10 +98,12 @@ int bench_bf16_main(int argc, char** argv) {
     }
   }
   set_num_threads(1);
-  const Features f = cpu_features();
+  const cpu::Bf16Features f = cpu::bf16_features();
   std::printf("CPU: avx512_bf16 %s, amx_bf16 %s, amx_tile %s, tile state enabled by the OS %s\n",
               yes_no(f.avx512_bf16), yes_no(f.amx_bf16), yes_no(f.amx_tile), yes_no(f.os_tile_state));
-  std::printf("bfloat16 products run on: %s\n\n",
+  std::printf("AMX-BF16 usable by this process: %s\n", yes_no(cpu::amx_bf16_usable()));
+  std::printf("bfloat16 matmuls run on: %s%s\n\n",
+              cpu::onednn_bf16_chosen() ? "oneDNN from 4M multiply-adds, else " : "",
               cpu::bf16::dot_available() ? "the AVX512_BF16 dot-product kernels"
                                          : "the float32 kernels (operands widened, result rounded once)");
 

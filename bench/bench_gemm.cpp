@@ -98,7 +98,7 @@ void product_row(const char* model, const char* product, const Tensor& a, const 
     t_eigen.push_back(seconds(iterations, run_eigen));
   }
   const Tensor picked_out = empty({m, n});
-  const char* picked = cpu::onednn_gemm_f32(picked_out, a, b, Scalar(1.0), Scalar(0.0)) ? "oneDNN"
+  const char* picked = cpu::onednn_gemm(picked_out, a, b, Scalar(1.0), Scalar(0.0)) ? "oneDNN"
                        : tiled_takes                                                     ? "tiled"
                                                                                          : "Eigen";
   const auto gflops = [&](const std::vector<double>& t) { return flop / median(t) / 1e9; };

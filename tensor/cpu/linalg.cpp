@@ -1,7 +1,7 @@
 // CPU batched GEMM kernel on Eigen. Each (rows, cols) operand matrix is mapped in place: row-major when its
 // columns are unit-stride, column-major (the transpose of a row-major matrix) when its rows are; only a matrix
-// unit-strided in neither direction is copied. bfloat16 runs on the AVX512_BF16 kernels of bf16_gemm.cpp where
-// they are chosen (bf16::dot_available); float16 (and bfloat16 elsewhere) operands are widened to float32,
+// unit-strided in neither direction is copied. bfloat16 runs on oneDNN where it is chosen (onednn_bf16_chosen:
+// CPUs with AMX), else on the AVX512_BF16 kernels of bf16_gemm.cpp where they are (bf16::dot_available); float16 (and bfloat16 elsewhere) operands are widened to float32,
 // multiplied on the float32 GEMM and rounded back once. Batches run in parallel over the intra-op threads.
 // GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the `__Y = __Y` idiom) when
 // Eigen's GEMM is inlined here.
@@ -122,7 +122,7 @@ Tensor widened(const Tensor& t) {
 // float32: oneDNN for large 2-D products (onednn_gemm.h), the register tiles for the other linear-layer shapes
 // (gemm_tiled.h), Eigen for the rest.
 void gemm_f32(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
-  if (onednn_gemm_f32(out, a, b, alpha, beta) || gemm_tiled_f32(out, a, b, alpha, beta)) return;
+  if (onednn_gemm(out, a, b, alpha, beta) || gemm_tiled_f32(out, a, b, alpha, beta)) return;
   gemm_native<float>(out, a, b, alpha, beta);
 }
 
@@ -138,6 +138,7 @@ void gemm_widened(const Tensor& out, const Tensor& a, const Tensor& b, const Sca
 void gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
   visit_numeric(out.dtype(), "matmul", [&]<class T>() {
     if constexpr (std::is_same_v<T, bfloat16>) {
+      if (onednn_bf16_chosen() && onednn_gemm(out, a, b, alpha, beta)) return;
       if (bf16::dot_available()) bf16::gemm(out, a, b, alpha.to_double(), beta.to_double());
       else gemm_widened(out, a, b, alpha, beta);
     } else if constexpr (std::is_same_v<T, half>) {

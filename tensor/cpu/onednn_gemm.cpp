@@ -1,7 +1,11 @@
-// oneDNN matmul primitives for float32 GEMMs, cached by shape, strides and accumulation.
+// oneDNN matmul primitives for float32 and bfloat16 GEMMs, cached by data type, shape, strides and accumulation,
+// and the choice of oneDNN for bfloat16 products.
 #include "tensor/cpu/onednn_gemm.h"
 
 #include <dnnl.hpp>
+
+#include <cstdlib>
+#include <string>
 
 #include <algorithm>
 #include <cstdint>
@@ -10,6 +14,9 @@
 #include <mutex>
 #include <tuple>
 #include <vector>
+
+#include "tensor/cpu/cpu_features.h"
+#include "tensor/check.h"
 
 namespace syncgrad::cpu {
 namespace {
@@ -23,7 +30,8 @@ constexpr int64_t kMinMultiplyAdds = int64_t{1} << 22;
 constexpr int64_t kMaxRowMajorB = 2048;
 constexpr size_t kMaxCachedPrimitives = 512;
 
-using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+using DataType = dnnl::memory::data_type;
+using Key = std::tuple<DataType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -45,9 +53,8 @@ std::shared_ptr<const Matmul> primitive_for(const Key& key) {
   std::lock_guard lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= kMaxCachedPrimitives) cache.clear();
-  const auto [m, n, k, a_rows, a_cols, b_rows, b_cols, accumulate] = key;
+  const auto [type, m, n, k, a_rows, a_cols, b_rows, b_cols, accumulate] = key;
   using desc = dnnl::memory::desc;
-  const auto f32 = dnnl::memory::data_type::f32;
   std::shared_ptr<const Matmul> matmul;
   try {
     dnnl::primitive_attr attr;
@@ -57,33 +64,54 @@ std::shared_ptr<const Matmul> primitive_for(const Key& key) {
       sum.append_sum(1.0f);
       attr.set_post_ops(sum);
     }
-    const desc a({m, k}, f32, {a_rows, a_cols}), b({k, n}, f32, {b_rows, b_cols}), c({m, n}, f32, {n, 1});
+    const desc a({m, k}, type, {a_rows, a_cols}), b({k, n}, type, {b_rows, b_cols}), c({m, n}, type, {n, 1});
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
     matmul = std::make_shared<const Matmul>(Matmul{dnnl::matmul(pd), pd.scratchpad_desc()});
   } catch (const dnnl::error&) {
-    matmul = nullptr;  // a layout oneDNN does not take (e.g. zero strides): the caller's own kernels run it
+    matmul = nullptr;  // a layout or type oneDNN does not take here: the caller's own kernels run it
   }
   cache.emplace(key, matmul);
   return matmul;
 }
 
+// On CPUs with usable AMX-BF16 (cpu_features.h) oneDNN runs bfloat16 matmuls on the tiles. Elsewhere the float32
+// path is faster (docs/BENCHMARKS.md: oneDNN's avx512_core_bf16 matmul at 0.46-0.67x its float32 on the Intel
+// Xeon without AMX). SYNCGRAD_CPU_BF16_ONEDNN=1 chooses oneDNN wherever it has bfloat16 kernels, =0 never.
+bool choose_onednn_bf16() {
+  const char* setting = std::getenv("SYNCGRAD_CPU_BF16_ONEDNN");
+  const std::string value = setting != nullptr ? setting : "";
+  SYNCGRAD_CHECK(value.empty() || value == "0" || value == "1", ValueError, "SYNCGRAD_CPU_BF16_ONEDNN='", value,
+                 "' is not 0 or 1; unset it to let the CPU decide (1: bfloat16 matmuls on oneDNN, 0: on "
+                 "syncgrad's own kernels)");
+  if (value.empty()) return amx_bf16_usable();
+  return value == "1";
+}
+
 }  // namespace
 
-bool onednn_gemm_f32(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
-  if (out.dtype() != DType::f32 || out.dim() != 2 || !out.is_contiguous() || alpha.to_double() != 1.0) return false;
+bool onednn_bf16_chosen() {
+  static const bool chosen = choose_onednn_bf16();
+  return chosen;
+}
+
+bool onednn_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
+  const DType dtype = out.dtype();
+  if ((dtype != DType::f32 && dtype != DType::bf16) || a.dtype() != dtype || b.dtype() != dtype) return false;
+  if (out.dim() != 2 || !out.is_contiguous() || alpha.to_double() != 1.0) return false;
   const double beta_value = beta.to_double();
   if (beta_value != 0.0 && beta_value != 1.0) return false;
   const int64_t m = out.size(0), n = out.size(1), k = a.size(1);
   if (m * n * k < kMinMultiplyAdds || (b.stride(1) == 1 && b.stride(0) >= kMaxRowMajorB)) return false;
-  const auto matmul = primitive_for({m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), beta_value == 1.0});
+  const DataType type = dtype == DType::f32 ? DataType::f32 : DataType::bf16;
+  const auto matmul =
+      primitive_for({type, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), beta_value == 1.0});
   if (!matmul) return false;
   const auto& engine = cpu_engine();
   thread_local dnnl::stream stream(engine);
-  const auto f32 = dnnl::memory::data_type::f32;
   using desc = dnnl::memory::desc;
-  dnnl::memory a_mem(desc({m, k}, f32, {a.stride(0), a.stride(1)}), engine, const_cast<float*>(a.data_ptr<float>()));
-  dnnl::memory b_mem(desc({k, n}, f32, {b.stride(0), b.stride(1)}), engine, const_cast<float*>(b.data_ptr<float>()));
-  dnnl::memory c_mem(desc({m, n}, f32, {n, 1}), engine, out.data_ptr<float>());
+  dnnl::memory a_mem(desc({m, k}, type, {a.stride(0), a.stride(1)}), engine, const_cast<void*>(a.data_ptr()));
+  dnnl::memory b_mem(desc({k, n}, type, {b.stride(0), b.stride(1)}), engine, const_cast<void*>(b.data_ptr()));
+  dnnl::memory c_mem(desc({m, n}, type, {n, 1}), engine, out.data_ptr());
   constexpr size_t kAlignment = 64;
   thread_local std::vector<uint8_t> scratchpad;
   scratchpad.resize(std::max(scratchpad.size(), matmul->scratchpad.get_size() + kAlignment));

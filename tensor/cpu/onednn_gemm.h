@@ -1,8 +1,8 @@
-// float32 matrix products through oneDNN's matmul primitive (Debian's libdnnl): on the shapes of linear layers
+// Matrix products through oneDNN's matmul primitive (Debian's libdnnl). float32: on the shapes of linear layers
 // at 512 rows and more it runs at 1.1-2.5x the register-tiled kernels of gemm_tiled.h on the Intel
 // Xeon measured (docs/BENCHMARKS.md, "float32 GEMM: oneDNN beside the own kernels"). Primitives are created once
 // per shape and layout and kept; oneDNN shares the intra-op OpenMP threads (inside a parallel region it runs on
-// the calling thread alone).
+// the calling thread alone). bfloat16: on CPUs with AMX, where oneDNN runs it on the tiles.
 #pragma once
 
 #include "tensor/scalar.h"
@@ -10,9 +10,15 @@
 
 namespace syncgrad::cpu {
 
-// out (M, N) = a (M, K) @ b (K, N), plus out's old values when beta is 1; a and b any strides, out contiguous
-// float32. Returns false, doing nothing, when alpha is not 1, beta is neither 0 nor 1, the product is below
-// the size from which oneDNN wins, or oneDNN refuses the layout.
-bool onednn_gemm_f32(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta);
+// out (M, N) = a (M, K) @ b (K, N), plus out's old values when beta is 1; a and b any strides, out contiguous;
+// all three float32, or all three bfloat16 (float32 accumulation, the result rounded once). Returns false, doing
+// nothing, for other types, when alpha is not 1, beta is neither 0 nor 1, the product is below the size from
+// which oneDNN wins, or oneDNN refuses the layout or type on this CPU.
+bool onednn_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta);
+
+// Whether bfloat16 products go to onednn_gemm: by default where AMX-BF16 is usable (cpu_features.h), where oneDNN
+// runs them on the tiles; SYNCGRAD_CPU_BF16_ONEDNN=1 / =0 forces either way, any other value is a ValueError.
+// Decided once per process.
+bool onednn_bf16_chosen();
 
 }  // namespace syncgrad::cpu

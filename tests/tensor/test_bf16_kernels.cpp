@@ -2,9 +2,11 @@
 // (transposed views, offsets, odd K, N off the vector width, batches, addmm's alpha/beta), stride-1 and other
 // convolutions (forward, grad input, grad weight; odd channel counts, groups, odd output widths), and the
 // vectorised half-type elementwise paths (bfloat16 conversion and relu, 2x2 max pooling) bit for bit. The suite
-// runs twice: on the AVX512_BF16 dot-product kernels where the CPU has them (meson test "bf16_kernels", with
-// SYNCGRAD_CPU_BF16_DOT=1), and with SYNCGRAD_CPU_BF16_DOT=0 on the float32 path ("bf16_kernels_fallback": the
-// operands widened to float32, the float32 GEMM and convolutions, the result rounded once).
+// runs on the AVX512_BF16 dot-product kernels where the CPU has them (meson test "bf16_kernels", with
+// SYNCGRAD_CPU_BF16_DOT=1), with SYNCGRAD_CPU_BF16_DOT=0 on the float32 path ("bf16_kernels_fallback": the
+// operands widened to float32, the float32 GEMM and convolutions, the result rounded once), with
+// SYNCGRAD_CPU_BF16_ONEDNN=1 on oneDNN's bfloat16 matmul ("bf16_kernels_onednn"), and with the CPU's own choice
+// where AMX is usable ("bf16_kernels_amx", skipped visibly elsewhere).
 #include <doctest/doctest.h>
 
 #include <Eigen/Core>
@@ -17,6 +19,8 @@
 
 #include "syncgrad.h"
 #include "tensor/cpu/bf16_kernels.h"
+#include "tensor/cpu/cpu_features.h"
+#include "tensor/cpu/onednn_gemm.h"
 
 using namespace syncgrad;
 
@@ -58,9 +62,56 @@ TEST_CASE("bf16 path: chosen by the CPU unless SYNCGRAD_CPU_BF16_DOT says otherw
   }
 }
 
+// Where bfloat16 matmuls go to oneDNN (onednn_gemm.h): by default exactly where AMX-BF16 is usable, unless
+// SYNCGRAD_CPU_BF16_ONEDNN says 0 or 1; any other value is refused, naming it.
+TEST_CASE("bf16 path: oneDNN chosen where AMX is usable unless SYNCGRAD_CPU_BF16_ONEDNN says otherwise") {
+  const char* setting = std::getenv("SYNCGRAD_CPU_BF16_ONEDNN");
+  const std::string value = setting != nullptr ? setting : "";
+  MESSAGE("AMX-BF16 usable here: " << std::string(cpu::amx_bf16_usable() ? "yes" : "no"));
+  if (value.empty()) {
+    CHECK(cpu::onednn_bf16_chosen() == cpu::amx_bf16_usable());
+  } else if (value == "0" || value == "1") {
+    CHECK(cpu::onednn_bf16_chosen() == (value == "1"));
+  } else {
+    const std::string named = "SYNCGRAD_CPU_BF16_ONEDNN='" + value + "'";
+    CHECK_THROWS_WITH_AS(cpu::onednn_bf16_chosen(), doctest::Contains(named.c_str()), ValueError);
+  }
+}
+
+// oneDNN's bfloat16 matmul itself, called directly so that a silent fall-back cannot pass for it: products from
+// its threshold up in every operand layout, and the accumulating form (beta 1: addmm into a bfloat16 output).
+TEST_CASE("bf16 matmul on oneDNN: layouts and accumulation match float32 on the same values") {
+  if (!cpu::bf16_features().avx512_bf16) {
+    MESSAGE("SKIP: no AVX512_BF16 on this CPU, where oneDNN may have no bfloat16 matmul");
+    return;
+  }
+  Generator gen(5);
+  const int shapes[][3] = {{64, 784, 256}, {512, 128, 384}, {256, 64, 784}, {257, 129, 131}};
+  for (const auto& s : shapes) {
+    const int64_t m = s[0], k = s[1], n = s[2];
+    CAPTURE(m);
+    CAPTURE(k);
+    CAPTURE(n);
+    Tensor a = bf16_randn({m, k}, gen), b = bf16_randn({k, n}, gen);
+    Tensor a_t = bf16_randn({k, m}, gen).t(), b_t = bf16_randn({n, k}, gen).t();
+    for (const auto& [x, y] : {std::pair{a, b}, std::pair{a_t, b}, std::pair{a, b_t}, std::pair{a_t, b_t}}) {
+      Tensor out = empty({m, n}, {.dtype = DType::bf16});
+      REQUIRE(cpu::onednn_gemm(out, x, y, Scalar(1.0), Scalar(0.0)));
+      CHECK(relative_error(out, raw::mm(f32(x), f32(y))) < kTolerance);
+    }
+    Tensor acc = bf16_randn({m, n}, gen);
+    const Tensor expected = add(f32(acc), raw::mm(f32(a), f32(b_t)));
+    REQUIRE(cpu::onednn_gemm(acc, a, b_t, Scalar(1.0), Scalar(1.0)));
+    CHECK(relative_error(acc, expected) < kTolerance);
+  }
+  Tensor small = empty({4, 4}, {.dtype = DType::bf16});
+  CHECK_FALSE(cpu::onednn_gemm(small, bf16_randn({4, 4}, gen), bf16_randn({4, 4}, gen), Scalar(1.0), Scalar(0.0)));
+}
+
 TEST_CASE("bf16 matmul: every operand layout and shape matches float32 on the same values") {
-  MESSAGE(std::string(cpu::bf16::dot_available() ? "on the AVX512_BF16 dot-product kernels"
-                                                 : "on the float32 path (no AVX512_BF16, or not chosen)"));
+  MESSAGE(std::string(cpu::onednn_bf16_chosen() ? "on oneDNN from 4M multiply-adds, else " : "")
+          << std::string(cpu::bf16::dot_available() ? "on the AVX512_BF16 dot-product kernels"
+                                                    : "on the float32 path (no AVX512_BF16, or not chosen)"));
   Generator gen(11);
   const int shapes[][3] = {{64, 784, 256}, {256, 64, 784}, {5, 7, 3}, {1, 9, 17}, {33, 31, 47}, {14, 800, 64},
                            {3, 2, 1}, {17, 1, 5}};

@@ -1,0 +1,44 @@
+// CPUID/XCR0 reading and Linux's AMX permission request behind cpu_features.h.
+#include "tensor/cpu/cpu_features.h"
+
+#include <asm/prctl.h>
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace syncgrad::cpu {
+namespace {
+
+constexpr int kXFeatureTileData = 18;  // XFEATURE_XTILEDATA in Linux's xstate numbering
+
+bool request_tile_data() {
+  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, kXFeatureTileData) == 0;
+}
+
+}  // namespace
+
+Bf16Features bf16_features() {
+  Bf16Features f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    f.amx_bf16 = (d >> 22) & 1;
+    f.amx_tile = (d >> 24) & 1;
+  }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = (a >> 5) & 1;
+  if (__get_cpuid(1, &a, &b, &c, &d) && ((c >> 27) & 1)) {  // OSXSAVE: XCR0 is readable
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    f.os_tile_state = ((lo >> 17) & 3) == 3;
+  }
+  return f;
+}
+
+bool amx_bf16_usable() {
+  static const bool usable = [] {
+    const Bf16Features f = bf16_features();
+    return f.amx_bf16 && f.amx_tile && f.os_tile_state && request_tile_data();
+  }();
+  return usable;
+}
+
+}  // namespace syncgrad::cpu
