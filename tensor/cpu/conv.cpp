@@ -1,8 +1,9 @@
 // CPU conv2d kernels. float32 3x3 convolutions with stride 1 and padding 1 run the Winograd kernels of
 // winograd.h; other stride-1 convolutions without dilation run the implicit GEMMs of conv_implicit.h.
-// Other convolutions build column matrices one image (and group) at a time, so they stay in L2, and multiply
-// with the register-tiled GEMM of conv_gemm.h; their rows are padded to whole vectors (Pp = OH * OW rounded up
-// to kLanes), the padding columns never read back. Per image:
+// Other convolutions build column matrices: float32 for chunks of images at once, multiplied on oneDNN's matmul
+// (forward_onednn, backward_input_onednn below); float64 one image (and group) at a time, so they stay in L2,
+// multiplied with the register-tiled GEMM of conv_gemm.h, rows padded to whole vectors (Pp = OH * OW rounded
+// up to kLanes), the padding columns never read back. Per image:
 //   forward:      out (C_out_g, Pp) = W (C_out_g, K) * col (K, Pp) + bias          K = C_in_g * kH * kW
 //   grad input:   dcol (K, Pp) = W^T (K, C_out_g) * grad_out (C_out_g, Pp), then col2im
 //   grad weight:  dW^T (K, cop) += col (K, J) * grad_out^T (J, cop) over chunks of images, J = their OH * OW
@@ -18,7 +19,9 @@
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/conv_im2col.h"
 #include "tensor/cpu/conv_implicit.h"
+#include "tensor/cpu/onednn_gemm.h"
 #include "tensor/cpu/visit.h"
+#include "tensor/check.h"
 #include "tensor/cpu/winograd.h"
 #include "tensor/cpu/transpose_tiles.h"
 #include "tensor/ops/conv.h"
@@ -37,6 +40,84 @@ ConvShape conv_shape(const Shape& input, const Shape& weight, const Shape& out, 
 
 bool unit_stride(const ConvShape& s) { return s.p.stride == Size2(1) && s.p.dilation == Size2(1); }
 
+// float32 convolutions on the im2col path multiply on oneDNN's matmul over chunks of images at once: one
+// column matrix (K, J) for J = images * OH * OW columns, so that a stride-2 layer with a 4x4 or 8x8 output still
+// makes a wide product (ResNet-18's ran at 55-85 GFLOP/s per image on the register tiles, 100-120 per image on
+// oneDNN and up to ~145 in chunks: docs/BENCHMARKS.md, "ResNet"). float64 stays on the tiles.
+constexpr int64_t kChunkBytesOneDNN = int64_t{3} << 19;  // 1.5 MiB of column matrix per product
+
+int64_t images_per_chunk(int64_t bytes, int64_t k, int64_t p, int64_t element_size) {
+  return std::max<int64_t>(1, bytes / (k * p * element_size));
+}
+
+// c (m, n), rows ldc apart, (+)= a (m, k) @ b (k, n) on oneDNN, operands given as (pointer, row stride, column
+// stride). A float32 matmul in plain strides always has an implementation (oneDNN's reference one at worst).
+void onednn_product(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
+                    bool accumulate = false) {
+  SYNCGRAD_CHECK(onednn_sgemm(m, n, k, a, b, c, ldc, accumulate), Error, "conv2d: oneDNN has no float32 matmul for (",
+                 m, ", ", k, ") @ (", k, ", ", n, ") with strides (", a.row_stride, ", ", a.col_stride, ") and (",
+                 b.row_stride, ", ", b.col_stride, ")");
+}
+
+// Per chunk and group: col (K, J) = the chunk's receptive fields, ys (C_out_g, J) = W (C_out_g, K) * col, then
+// each image's (C_out_g, OH * OW) block + bias copied out (a one-image chunk writes into y directly).
+void forward_onednn(const float* x, const float* wt, const float* b, float* y, const ConvShape& s) {
+  const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group();
+  const int64_t chunk = images_per_chunk(kChunkBytesOneDNN, k, p, sizeof(float));
+  for_images(s.batch, [&](int64_t first, int64_t last) {
+    const int64_t j_max = std::min(chunk, std::max<int64_t>(1, last - first)) * p;
+    float* col = scratch<float, 0>(k * j_max);
+    float* ys = scratch<float, 1>(cog * j_max);
+    for (int64_t n0 = first; n0 < last; n0 += chunk) {
+      const int64_t images = std::min(chunk, last - n0), j = images * p;
+      for (int64_t g = 0; g < s.groups; ++g) {
+        for (int64_t i = 0; i < images; ++i) {
+          im2col(x + ((n0 + i) * s.c_in + g * s.c_in_group()) * s.in_plane(), col + i * p, j, s);
+        }
+        float* y_first = y + (n0 * s.c_out + g * cog) * p;
+        const bool direct = images == 1;
+        onednn_product(cog, j, k, {wt + g * cog * k, k, 1}, {col, j, 1}, direct ? y_first : ys, j);
+        for (int64_t i = 0; i < images; ++i) {
+          float* y_g = y + ((n0 + i) * s.c_out + g * cog) * p;
+          for (int64_t c = 0; c < cog; ++c) {
+            const float bias = b != nullptr ? b[g * cog + c] : 0.0f;
+            const float* from = direct ? y_g + c * p : ys + c * j + i * p;
+            for (int64_t q = 0; q < p; ++q) y_g[c * p + q] = from[q] + bias;
+          }
+        }
+      }
+    }
+  });
+}
+
+// Per chunk and group: gys (C_out_g, J) gathers the chunk's output gradients (a one-image chunk reads them in
+// place), dcol (K, J) = W^T (K, C_out_g) * gys, folded back onto each image's input planes.
+void backward_input_onednn(const float* gy, const float* wt, float* gx, const ConvShape& s) {
+  const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group();
+  const int64_t chunk = images_per_chunk(kChunkBytesOneDNN, k, p, sizeof(float));
+  for_images(s.batch, [&](int64_t first, int64_t last) {
+    const int64_t j_max = std::min(chunk, std::max<int64_t>(1, last - first)) * p;
+    float* dcol = scratch<float, 0>(k * j_max);
+    float* gys = scratch<float, 1>(cog * j_max);
+    for (int64_t n0 = first; n0 < last; n0 += chunk) {
+      const int64_t images = std::min(chunk, last - n0), j = images * p;
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const float* gy_first = gy + (n0 * s.c_out + g * cog) * p;
+        if (images > 1) {
+          for (int64_t i = 0; i < images; ++i) {
+            const float* gy_g = gy + ((n0 + i) * s.c_out + g * cog) * p;
+            for (int64_t c = 0; c < cog; ++c) std::copy(gy_g + c * p, gy_g + (c + 1) * p, gys + c * j + i * p);
+          }
+        }
+        onednn_product(k, j, cog, {wt + g * cog * k, 1, k}, {images > 1 ? gys : gy_first, j, 1}, dcol, j);
+        for (int64_t i = 0; i < images; ++i) {
+          col2im(dcol + i * p, j, gx + ((n0 + i) * s.c_in + g * s.c_in_group()) * s.in_plane(), s);
+        }
+      }
+    }
+  });
+}
+
 template <class T>
 void forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvShape& s) {
   const T* x = input.data_ptr<T>();
@@ -50,6 +131,7 @@ void forward(const Tensor& out, const Tensor& input, const Tensor& weight, const
     implicit_conv::forward(x, wt, b, y, s);
     return;
   }
+  if constexpr (std::is_same_v<T, float>) return forward_onednn(x, wt, b, y, s);
   const int64_t k = s.col_rows(), p = s.out_plane(), pp = padded<T>(p), cog = s.c_out_group();
   // Output rows of a whole number of vectors are written in place; otherwise through a padded buffer.
   const bool direct = pp == p;
@@ -83,6 +165,7 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tens
     implicit_conv::backward_input(gy, wt, gx, s);
     return;
   }
+  if constexpr (std::is_same_v<T, float>) return backward_input_onednn(gy, wt, gx, s);
   const int64_t k = s.col_rows(), p = s.out_plane(), pp = padded<T>(p), cog = s.c_out_group();
   const bool direct = pp == p;
   for_images(s.batch, [&](int64_t first, int64_t last) {
@@ -102,9 +185,14 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tens
   });
 }
 
-// dW^T (K, cop) (+)= col (K, J) * gy^T (J, cop): tiles of 4 vectors when C_out_g allows, else 2.
+// dW^T (K, cop) (+)= col (K, J) * gy^T (J, cop), the first C_out_g columns: float32 on oneDNN, float64 on
+// tiles of 4 vectors when C_out_g allows, else 2.
 template <class T>
-void weight_gemm(int64_t k, int64_t j, int64_t cop, const T* col, const T* gy_t, T* dw_t, bool accumulate) {
+void weight_gemm(int64_t k, int64_t j, int64_t cog, int64_t cop, const T* col, const T* gy_t, T* dw_t,
+                 bool accumulate) {
+  if constexpr (std::is_same_v<T, float>) {
+    return onednn_product(k, cog, j, {col, j, 1}, {gy_t, cop, 1}, dw_t, cop, accumulate);
+  }
   if (cop % (4 * kLanes<T>) == 0) {
     conv_gemm::gemm<T, 6, 4>(k, cop, j, StridedA<T>{col, j, 1}, gy_t, cop, dw_t, cop, {.accumulate = accumulate});
   } else {
@@ -125,8 +213,9 @@ void backward_weight(const Tensor& grad_weight, const Tensor& grad_out, const Te
     return;
   }
   const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group(), cop = padded<T>(cog);
-  // Images per GEMM: as many as keep the column matrix within ~384 KiB (at least one).
-  const int64_t chunk = std::max<int64_t>(1, (int64_t{384} << 10) / static_cast<int64_t>(k * p * sizeof(T)));
+  // Images per GEMM: as many as keep the column matrix within ~384 KiB for the tiles, 1.5 MiB for oneDNN.
+  const int64_t chunk_bytes = std::is_same_v<T, float> ? kChunkBytesOneDNN : int64_t{384} << 10;
+  const int64_t chunk = images_per_chunk(chunk_bytes, k, p, sizeof(T));
   std::fill(total, total + s.c_out * k, T(0));
   std::mutex merge;
   for_images(s.batch, [&](int64_t first, int64_t last) {
@@ -143,7 +232,7 @@ void backward_weight(const Tensor& grad_weight, const Tensor& grad_out, const Te
           im2col(x + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), col + i * p, j, s);
           transpose(gy + (n * s.c_out + g * cog) * p, cog, p, p, gy_t + i * p * cop, cop);
         }
-        weight_gemm<T>(k, j, cop, col, gy_t, dw_t + g * k * cop, n0 != first);
+        weight_gemm<T>(k, j, cog, cop, col, gy_t, dw_t + g * k * cop, n0 != first);
       }
     }
     std::lock_guard<std::mutex> lock(merge);

@@ -31,7 +31,8 @@ constexpr int64_t kMaxRowMajorB = 2048;
 constexpr size_t kMaxCachedPrimitives = 512;
 
 using DataType = dnnl::memory::data_type;
-using Key = std::tuple<DataType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+// Data type, M, N, K, A's and B's row and column strides, C's row stride, accumulate.
+using Key = std::tuple<DataType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -53,7 +54,7 @@ std::shared_ptr<const Matmul> primitive_for(const Key& key) {
   std::lock_guard lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= kMaxCachedPrimitives) cache.clear();
-  const auto [type, m, n, k, a_rows, a_cols, b_rows, b_cols, accumulate] = key;
+  const auto [type, m, n, k, a_rows, a_cols, b_rows, b_cols, ldc, accumulate] = key;
   using desc = dnnl::memory::desc;
   std::shared_ptr<const Matmul> matmul;
   try {
@@ -64,7 +65,7 @@ std::shared_ptr<const Matmul> primitive_for(const Key& key) {
       sum.append_sum(1.0f);
       attr.set_post_ops(sum);
     }
-    const desc a({m, k}, type, {a_rows, a_cols}), b({k, n}, type, {b_rows, b_cols}), c({m, n}, type, {n, 1});
+    const desc a({m, k}, type, {a_rows, a_cols}), b({k, n}, type, {b_rows, b_cols}), c({m, n}, type, {ldc, 1});
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
     matmul = std::make_shared<const Matmul>(Matmul{dnnl::matmul(pd), pd.scratchpad_desc()});
   } catch (const dnnl::error&) {
@@ -72,6 +73,36 @@ std::shared_ptr<const Matmul> primitive_for(const Key& key) {
   }
   cache.emplace(key, matmul);
   return matmul;
+}
+
+// An operand of any type: element (i, j) at byte data + (i * rows + j * cols) * element size.
+struct Operand {
+  const void* data;
+  int64_t rows, cols;
+};
+
+// c (m, n), rows ldc apart, (+)= a @ b on the cached primitive; false when oneDNN refuses the layout.
+bool run_matmul(DataType type, int64_t m, int64_t n, int64_t k, Operand a, Operand b, void* c, int64_t ldc,
+                bool accumulate) {
+  const auto matmul = primitive_for({type, m, n, k, a.rows, a.cols, b.rows, b.cols, ldc, accumulate});
+  if (!matmul) return false;
+  const auto& engine = cpu_engine();
+  thread_local dnnl::stream stream(engine);
+  using desc = dnnl::memory::desc;
+  dnnl::memory a_mem(desc({m, k}, type, {a.rows, a.cols}), engine, const_cast<void*>(a.data));
+  dnnl::memory b_mem(desc({k, n}, type, {b.rows, b.cols}), engine, const_cast<void*>(b.data));
+  dnnl::memory c_mem(desc({m, n}, type, {ldc, 1}), engine, c);
+  constexpr size_t kAlignment = 64;
+  thread_local std::vector<uint8_t> scratchpad;
+  scratchpad.resize(std::max(scratchpad.size(), matmul->scratchpad.get_size() + kAlignment));
+  void* aligned = scratchpad.data() + (kAlignment - reinterpret_cast<uintptr_t>(scratchpad.data()) % kAlignment);
+  dnnl::memory scratchpad_mem(matmul->scratchpad, engine, aligned);
+  matmul->primitive.execute(stream, {{DNNL_ARG_SRC, a_mem},
+                                     {DNNL_ARG_WEIGHTS, b_mem},
+                                     {DNNL_ARG_DST, c_mem},
+                                     {DNNL_ARG_SCRATCHPAD, scratchpad_mem}});
+  stream.wait();
+  return true;
 }
 
 // On CPUs with usable AMX-BF16 (cpu_features.h) oneDNN runs bfloat16 matmuls on the tiles. Elsewhere the float32
@@ -103,26 +134,14 @@ bool onednn_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Scal
   const int64_t m = out.size(0), n = out.size(1), k = a.size(1);
   if (m * n * k < kMinMultiplyAdds || (b.stride(1) == 1 && b.stride(0) >= kMaxRowMajorB)) return false;
   const DataType type = dtype == DType::f32 ? DataType::f32 : DataType::bf16;
-  const auto matmul =
-      primitive_for({type, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), beta_value == 1.0});
-  if (!matmul) return false;
-  const auto& engine = cpu_engine();
-  thread_local dnnl::stream stream(engine);
-  using desc = dnnl::memory::desc;
-  dnnl::memory a_mem(desc({m, k}, type, {a.stride(0), a.stride(1)}), engine, const_cast<void*>(a.data_ptr()));
-  dnnl::memory b_mem(desc({k, n}, type, {b.stride(0), b.stride(1)}), engine, const_cast<void*>(b.data_ptr()));
-  dnnl::memory c_mem(desc({m, n}, type, {n, 1}), engine, out.data_ptr());
-  constexpr size_t kAlignment = 64;
-  thread_local std::vector<uint8_t> scratchpad;
-  scratchpad.resize(std::max(scratchpad.size(), matmul->scratchpad.get_size() + kAlignment));
-  void* aligned = scratchpad.data() + (kAlignment - reinterpret_cast<uintptr_t>(scratchpad.data()) % kAlignment);
-  dnnl::memory scratchpad_mem(matmul->scratchpad, engine, aligned);
-  matmul->primitive.execute(stream, {{DNNL_ARG_SRC, a_mem},
-                                     {DNNL_ARG_WEIGHTS, b_mem},
-                                     {DNNL_ARG_DST, c_mem},
-                                     {DNNL_ARG_SCRATCHPAD, scratchpad_mem}});
-  stream.wait();
-  return true;
+  return run_matmul(type, m, n, k, {a.data_ptr(), a.stride(0), a.stride(1)}, {b.data_ptr(), b.stride(0), b.stride(1)},
+                    out.data_ptr(), n, beta_value == 1.0);
+}
+
+bool onednn_sgemm(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
+                  bool accumulate) {
+  return run_matmul(DataType::f32, m, n, k, {a.data, a.row_stride, a.col_stride}, {b.data, b.row_stride, b.col_stride},
+                    c, ldc, accumulate);
 }
 
 }  // namespace syncgrad::cpu

@@ -16,6 +16,18 @@ namespace syncgrad::cpu {
 // which oneDNN wins, or oneDNN refuses the layout or type on this CPU.
 bool onednn_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta);
 
+// A float32 matrix in memory: element (i, j) at data[i * row_stride + j * col_stride].
+struct StridedMatrix {
+  const float* data;
+  int64_t row_stride, col_stride;
+};
+
+// c (M, N), rows ldc apart, = a (M, K) @ b (K, N), plus c's old values when accumulating; every size taken, no
+// threshold (the caller decides where oneDNN pays). Returns false, doing nothing, when oneDNN refuses the layout.
+// Inside a parallel region it runs on the calling thread alone.
+bool onednn_sgemm(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
+                  bool accumulate);
+
 // Whether bfloat16 products go to onednn_gemm: by default where AMX-BF16 is usable (cpu_features.h), where oneDNN
 // runs them on the tiles; SYNCGRAD_CPU_BF16_ONEDNN=1 / =0 forces either way, any other value is a ValueError.
 // Decided once per process.

@@ -233,6 +233,38 @@ TEST_CASE("conv2d with several intra-op threads gives the one-thread results") {
   }
 }
 
+// float32 convolutions off the Winograd/implicit paths multiply on oneDNN (tensor/cpu/conv.cpp); float64 on the
+// register tiles. At ResNet-18's stride-2 and 1x1-projection shapes, on 1 and 2 threads, float32 forward and both
+// gradients agree with float64 on the same values.
+TEST_CASE("conv2d float32 at ResNet's stride-2 and projection shapes matches float64") {
+  const int before = get_num_threads();
+  struct Case {
+    Shape input, weight;
+    int64_t padding;
+  };
+  const Case cases[] = {{{3, 64, 16, 16}, {128, 64, 3, 3}, 1}, {{2, 128, 8, 8}, {256, 128, 1, 1}, 0},
+                        {{2, 32, 9, 9}, {48, 32, 3, 3}, 1}};
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const Case& c : cases) {
+      INFO("threads " << threads << " weight " << c.weight[0] << "x" << c.weight[1] << "x" << c.weight[2]);
+      Tensor x = random(c.input, 100, DType::f32), w = random(c.weight, 101, DType::f32);
+      Tensor b = random({c.weight[0]}, 102, DType::f32);
+      const Conv2dParams p{2, c.padding, 1, 1};
+      Tensor y = raw::conv2d(x, w, b, p.stride, p.padding, p.dilation, p.groups);
+      Tensor y64 = raw::conv2d(x.to(DType::f64), w.to(DType::f64), b.to(DType::f64), p.stride, p.padding, p.dilation,
+                               p.groups);
+      check_close(y, y64.sizes(), to_vector<double>(y64), 1e-4);
+      Tensor gy = random(y.sizes(), 103, DType::f32);
+      Tensor gx64 = raw::conv2d_backward_input(gy.to(DType::f64), w.to(DType::f64), x.sizes(), p);
+      Tensor gw64 = raw::conv2d_backward_weight(gy.to(DType::f64), x.to(DType::f64), w.sizes(), p);
+      check_close(raw::conv2d_backward_input(gy, w, x.sizes(), p), x.sizes(), to_vector<double>(gx64), 1e-4);
+      check_close(raw::conv2d_backward_weight(gy, x, w.sizes(), p), w.sizes(), to_vector<double>(gw64), 1e-4);
+    }
+  }
+  set_num_threads(before);
+}
+
 TEST_CASE("conv2d argument errors name the op and the values") {
   Tensor x = zeros({2, 3, 5, 5}), w = zeros({4, 3, 3, 3});
   check_error<ShapeError>([&] { conv2d(zeros({3, 5, 5}), w); }, {"conv2d", "4-D input", "[3, 5, 5]", "unsqueeze"});
