@@ -1,9 +1,9 @@
 // CPU conv2d kernels. float32 3x3 convolutions with stride 1 and padding 1 run the Winograd kernels of
 // winograd.h; other stride-1 convolutions without dilation run the implicit GEMMs of conv_implicit.h.
-// Other convolutions build column matrices: float32 for chunks of images at once, multiplied on oneDNN's matmul
-// (forward_onednn, backward_input_onednn below); float64 one image (and group) at a time, so they stay in L2,
-// multiplied with the register-tiled GEMM of conv_gemm.h, rows padded to whole vectors (Pp = OH * OW rounded
-// up to kLanes), the padding columns never read back. Per image:
+// Other convolutions build column matrices: float32 ones with large products for chunks of images at once,
+// multiplied on oneDNN's matmul (forward_onednn, backward_input_onednn below); the rest one image (and group) at
+// a time, so they stay in L2, multiplied with the register-tiled GEMM of conv_gemm.h, rows padded to whole
+// vectors (Pp = OH * OW rounded up to kLanes), the padding columns never read back. Per image:
 //   forward:      out (C_out_g, Pp) = W (C_out_g, K) * col (K, Pp) + bias          K = C_in_g * kH * kW
 //   grad input:   dcol (K, Pp) = W^T (K, C_out_g) * grad_out (C_out_g, Pp), then col2im
 //   grad weight:  dW^T (K, cop) += col (K, J) * grad_out^T (J, cop) over chunks of images, J = their OH * OW
@@ -40,11 +40,19 @@ ConvShape conv_shape(const Shape& input, const Shape& weight, const Shape& out, 
 
 bool unit_stride(const ConvShape& s) { return s.p.stride == Size2(1) && s.p.dilation == Size2(1); }
 
-// float32 convolutions on the im2col path multiply on oneDNN's matmul over chunks of images at once: one
-// column matrix (K, J) for J = images * OH * OW columns, so that a stride-2 layer with a 4x4 or 8x8 output still
-// makes a wide product (ResNet-18's ran at 55-85 GFLOP/s per image on the register tiles, 100-120 per image on
-// oneDNN and up to ~145 in chunks: docs/BENCHMARKS.md, "ResNet"). float64 stays on the tiles.
+// float32 convolutions on the im2col path whose per-image product has 4M multiply-adds or more (ResNet-18's
+// stride-2 3x3 layers: 19M) multiply on oneDNN's matmul over chunks of images at once: one column matrix (K, J)
+// for J = images * OH * OW columns, so that a layer with a 4x4 or 8x8 output still makes a wide product
+// (ResNet-18's ran at 55-85 GFLOP/s per image on the register tiles, 100-120 per image on oneDNN and up to ~145
+// in chunks: docs/BENCHMARKS.md, "ResNet"). Smaller ones (ResNet-20's stride-2 layers, 1x1 projections: 1-2M)
+// were as fast or faster on the tiles, and float64 stays there.
 constexpr int64_t kChunkBytesOneDNN = int64_t{3} << 19;  // 1.5 MiB of column matrix per product
+constexpr int64_t kMinMultiplyAddsOneDNN = int64_t{1} << 22;
+
+template <class T>
+bool im2col_on_onednn(const ConvShape& s) {
+  return std::is_same_v<T, float> && s.c_out_group() * s.col_rows() * s.out_plane() >= kMinMultiplyAddsOneDNN;
+}
 
 int64_t images_per_chunk(int64_t bytes, int64_t k, int64_t p, int64_t element_size) {
   return std::max<int64_t>(1, bytes / (k * p * element_size));
@@ -131,7 +139,9 @@ void forward(const Tensor& out, const Tensor& input, const Tensor& weight, const
     implicit_conv::forward(x, wt, b, y, s);
     return;
   }
-  if constexpr (std::is_same_v<T, float>) return forward_onednn(x, wt, b, y, s);
+  if constexpr (std::is_same_v<T, float>) {
+    if (im2col_on_onednn<T>(s)) return forward_onednn(x, wt, b, y, s);
+  }
   const int64_t k = s.col_rows(), p = s.out_plane(), pp = padded<T>(p), cog = s.c_out_group();
   // Output rows of a whole number of vectors are written in place; otherwise through a padded buffer.
   const bool direct = pp == p;
@@ -165,7 +175,9 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tens
     implicit_conv::backward_input(gy, wt, gx, s);
     return;
   }
-  if constexpr (std::is_same_v<T, float>) return backward_input_onednn(gy, wt, gx, s);
+  if constexpr (std::is_same_v<T, float>) {
+    if (im2col_on_onednn<T>(s)) return backward_input_onednn(gy, wt, gx, s);
+  }
   const int64_t k = s.col_rows(), p = s.out_plane(), pp = padded<T>(p), cog = s.c_out_group();
   const bool direct = pp == p;
   for_images(s.batch, [&](int64_t first, int64_t last) {
@@ -185,13 +197,13 @@ void backward_input(const Tensor& grad_input, const Tensor& grad_out, const Tens
   });
 }
 
-// dW^T (K, cop) (+)= col (K, J) * gy^T (J, cop), the first C_out_g columns: float32 on oneDNN, float64 on
+// dW^T (K, cop) (+)= col (K, J) * gy^T (J, cop), the first C_out_g columns: on oneDNN where chosen, else on
 // tiles of 4 vectors when C_out_g allows, else 2.
 template <class T>
 void weight_gemm(int64_t k, int64_t j, int64_t cog, int64_t cop, const T* col, const T* gy_t, T* dw_t,
-                 bool accumulate) {
+                 bool accumulate, bool on_onednn) {
   if constexpr (std::is_same_v<T, float>) {
-    return onednn_product(k, cog, j, {col, j, 1}, {gy_t, cop, 1}, dw_t, cop, accumulate);
+    if (on_onednn) return onednn_product(k, cog, j, {col, j, 1}, {gy_t, cop, 1}, dw_t, cop, accumulate);
   }
   if (cop % (4 * kLanes<T>) == 0) {
     conv_gemm::gemm<T, 6, 4>(k, cop, j, StridedA<T>{col, j, 1}, gy_t, cop, dw_t, cop, {.accumulate = accumulate});
@@ -214,7 +226,8 @@ void backward_weight(const Tensor& grad_weight, const Tensor& grad_out, const Te
   }
   const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group(), cop = padded<T>(cog);
   // Images per GEMM: as many as keep the column matrix within ~384 KiB for the tiles, 1.5 MiB for oneDNN.
-  const int64_t chunk_bytes = std::is_same_v<T, float> ? kChunkBytesOneDNN : int64_t{384} << 10;
+  const bool on_onednn = im2col_on_onednn<T>(s);
+  const int64_t chunk_bytes = on_onednn ? kChunkBytesOneDNN : int64_t{384} << 10;
   const int64_t chunk = images_per_chunk(chunk_bytes, k, p, sizeof(T));
   std::fill(total, total + s.c_out * k, T(0));
   std::mutex merge;
@@ -232,7 +245,7 @@ void backward_weight(const Tensor& grad_weight, const Tensor& grad_out, const Te
           im2col(x + (n * s.c_in + g * s.c_in_group()) * s.in_plane(), col + i * p, j, s);
           transpose(gy + (n * s.c_out + g * cog) * p, cog, p, p, gy_t + i * p * cop, cop);
         }
-        weight_gemm<T>(k, j, cog, cop, col, gy_t, dw_t + g * k * cop, n0 != first);
+        weight_gemm<T>(k, j, cog, cop, col, gy_t, dw_t + g * k * cop, n0 != first, on_onednn);
       }
     }
     std::lock_guard<std::mutex> lock(merge);

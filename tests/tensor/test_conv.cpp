@@ -233,9 +233,10 @@ TEST_CASE("conv2d with several intra-op threads gives the one-thread results") {
   }
 }
 
-// float32 convolutions off the Winograd/implicit paths multiply on oneDNN (tensor/cpu/conv.cpp); float64 on the
-// register tiles. At ResNet-18's stride-2 and 1x1-projection shapes, on 1 and 2 threads, float32 forward and both
-// gradients agree with float64 on the same values.
+// float32 convolutions off the Winograd/implicit paths with large products multiply on oneDNN over chunks of
+// images (tensor/cpu/conv.cpp), the others and float64 on the register tiles. At ResNet-18's stride-2 and
+// 1x1-projection shapes and one that spans two chunks (9 images, 7 to a chunk), on 1 and 2 threads, float32
+// forward and both gradients agree with float64 on the same values.
 TEST_CASE("conv2d float32 at ResNet's stride-2 and projection shapes matches float64") {
   const int before = get_num_threads();
   struct Case {
@@ -243,7 +244,7 @@ TEST_CASE("conv2d float32 at ResNet's stride-2 and projection shapes matches flo
     int64_t padding;
   };
   const Case cases[] = {{{3, 64, 16, 16}, {128, 64, 3, 3}, 1}, {{2, 128, 8, 8}, {256, 128, 1, 1}, 0},
-                        {{2, 32, 9, 9}, {48, 32, 3, 3}, 1}};
+                        {{2, 32, 9, 9}, {48, 32, 3, 3}, 1}, {{9, 96, 15, 15}, {160, 96, 3, 3}, 1}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Case& c : cases) {
