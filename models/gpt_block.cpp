@@ -8,6 +8,7 @@
 #include "autograd/ops/attention.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/join.h"
 #include "autograd/ops/linalg.h"
 #include "autograd/ops/softmax.h"
 #include "autograd/ops/views.h"
@@ -43,9 +44,9 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& config, Generator* gen
 
 Tensor CausalSelfAttention::forward(const Tensor& x) {
   const int64_t batch = x.size(0), len = x.size(1), head_size = n_embd / n_head;
-  Tensor qkv = c_attn->forward(x);  // (B, T, 3C)
+  const std::vector<Tensor> qkv = split(c_attn->forward(x), n_embd, 2);  // 3 x (B, T, C)
   auto heads = [&](int64_t part) {  // (B, n_head, T, head_size) views of q, k or v
-    return transpose(view(narrow(qkv, 2, part * n_embd, n_embd), {batch, len, n_head, head_size}), 1, 2);
+    return transpose(view(qkv[part], {batch, len, n_head, head_size}), 1, 2);
   };
   const bool attention_dropout = is_training() && dropout > 0;
   Tensor y = fused && !attention_dropout

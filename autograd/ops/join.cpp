@@ -1,6 +1,6 @@
 // Differentiable cat/stack/split/chunk. cat and stack record one node over all inputs whose backward slices
-// the gradient; split and chunk take the raw pieces and, when autograd is involved, record each as a narrow
-// of the input (autograd/ops/views.h).
+// the gradient; split and chunk take the raw pieces (views of the input) and record one node over all of them
+// whose backward writes each piece's gradient into its place of the input's.
 #include "autograd/ops/join.h"
 
 #include "autograd/meta.h"
@@ -23,16 +23,32 @@ std::vector<DType> dtypes_of(const std::vector<Tensor>& tensors) {
   return dtypes;
 }
 
-// The raw pieces of t along dim, made differentiable: each becomes narrow(t, dim, start, length).
+// The raw pieces of t along dim, made differentiable by one node. Its backward writes every piece's gradient
+// into its region of one tensor, zeros where a piece got none: one pass over the input's size, where a narrow
+// per piece filled a whole zero tensor each and the engine then added them up (a GPT's q, k, v split: three
+// fills, three copies and two additions of the (B, T, 3C) gradient).
 std::vector<Tensor> differentiable_pieces(const Tensor& t, std::vector<Tensor> pieces, int64_t dim) {
   if (!autograd::any_requires_grad({&t})) return pieces;
-  int64_t d = wrap_dim(dim, t.dim(), "split");  // valid: the raw op checked it
-  int64_t start = 0;
-  for (Tensor& piece : pieces) {
-    int64_t length = piece.sizes()[d];
-    piece = narrow(t, d, start, length);
-    start += length;
-  }
+  const int64_t d = wrap_dim(dim, t.dim(), "split");  // valid: the raw op checked it
+  std::vector<int64_t> lengths;
+  lengths.reserve(pieces.size());
+  for (const Tensor& piece : pieces) lengths.push_back(piece.sizes()[d]);
+  auto backward = [input_shape = t.sizes(), dtype = t.dtype(), device = t.device(), d,
+                   lengths = std::move(lengths)](GradList&& g) {
+    Tensor grad_in = empty(input_shape, {.dtype = dtype, .device = device});
+    int64_t start = 0;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      Tensor region = raw::narrow(grad_in, d, start, lengths[i]);
+      if (i < g.size() && g[i].defined()) {
+        raw::copy_(region, g[i]);
+      } else {
+        raw::fill_(region, 0);
+      }
+      start += lengths[i];
+    }
+    return GradList{grad_in};
+  };
+  autograd::record<"SplitBackward">(std::vector<Tensor>{t}, pieces, std::move(backward));
   return pieces;
 }
 

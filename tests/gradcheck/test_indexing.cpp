@@ -68,4 +68,10 @@ TEST_CASE("gradcheck: split and chunk pieces, rejoined in another order") {
     std::vector<Tensor> pieces = split(in[0], {1, 1, 1}, 0);
     return stack({pieces[2], pieces[1]}, 0);
   }, {x});
+  // As a GPT splits q, k, v: every piece viewed and transposed, one of them used twice.
+  CHECK_GRADCHECK("split pieces through views, one used twice", [](const std::vector<Tensor>& in) {
+    std::vector<Tensor> pieces = split(in[0], 2, 1);  // widths 2, 2, 1
+    Tensor q = transpose(view(pieces[0], {3, 2, 1}), 0, 1), k = transpose(view(pieces[1], {3, 2, 1}), 0, 1);
+    return add(mul(q, k), mul(q, view(pieces[2], {1, 3, 1})));
+  }, {x});
 }
