@@ -27,6 +27,9 @@ class KernelSlot<R(Args...)> {
 
   void set(DeviceType type, Fn fn) { fns_[static_cast<int>(type)] = fn; }
   const char* op() const { return op_; }
+  // Whether a kernel is registered for `type` now (loads no backend): for optional fused kernels, whose callers
+  // compose unfused ops where a device has none.
+  bool has(DeviceType type) const { return fns_[static_cast<int>(type)] != nullptr; }
 
   Fn get(DeviceType type) const {
     Fn fn = fns_[static_cast<int>(type)];

@@ -152,7 +152,18 @@ void gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scal
   });
 }
 
+// A linear layer's product with its bias: oneDNN adds the bias as it writes the result (one pass over out);
+// where oneDNN does not take the product (or bfloat16 products are not chosen for it), the bias is copied into
+// out and the GEMM accumulates onto it.
+void gemm_bias_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  const bool onednn_type = out.dtype() == DType::f32 || (out.dtype() == DType::bf16 && onednn_bf16_chosen());
+  if (onednn_type && onednn_gemm_bias(out, a, b, bias)) return;
+  raw::copy_(out, bias);  // broadcast over the rows
+  gemm_kernel(out, a, b, 1, 1);
+}
+
 const KernelRegistrar reg_gemm(kernels::gemm, DeviceType::kCPU, &gemm_kernel);
+const KernelRegistrar reg_gemm_bias(kernels::gemm_bias, DeviceType::kCPU, &gemm_bias_kernel);
 
 }  // namespace
 }  // namespace syncgrad::cpu

@@ -12,7 +12,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "tensor/cpu/cpu_features.h"
@@ -31,8 +33,8 @@ constexpr int64_t kMaxRowMajorB = 2048;
 constexpr size_t kMaxCachedPrimitives = 512;
 
 using DataType = dnnl::memory::data_type;
-// Data type, M, N, K, A's and B's row and column strides, C's row stride, accumulate.
-using Key = std::tuple<DataType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+// Data type, M, N, K, A's and B's row and column strides, C's row stride, accumulate, bias.
+using Key = std::tuple<DataType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -54,7 +56,7 @@ std::shared_ptr<const Matmul> primitive_for(const Key& key) {
   std::lock_guard lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= kMaxCachedPrimitives) cache.clear();
-  const auto [type, m, n, k, a_rows, a_cols, b_rows, b_cols, ldc, accumulate] = key;
+  const auto [type, m, n, k, a_rows, a_cols, b_rows, b_cols, ldc, accumulate, bias] = key;
   using desc = dnnl::memory::desc;
   std::shared_ptr<const Matmul> matmul;
   try {
@@ -66,7 +68,9 @@ std::shared_ptr<const Matmul> primitive_for(const Key& key) {
       attr.set_post_ops(sum);
     }
     const desc a({m, k}, type, {a_rows, a_cols}), b({k, n}, type, {b_rows, b_cols}), c({m, n}, type, {ldc, 1});
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+    const dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(a, b, desc({1, n}, type, {n, 1}), c)
+                                               : dnnl::matmul::desc(a, b, c),
+                                          attr, cpu_engine());
     matmul = std::make_shared<const Matmul>(Matmul{dnnl::matmul(pd), pd.scratchpad_desc()});
   } catch (const dnnl::error&) {
     matmul = nullptr;  // a layout or type oneDNN does not take here: the caller's own kernels run it
@@ -81,10 +85,11 @@ struct Operand {
   int64_t rows, cols;
 };
 
-// c (m, n), rows ldc apart, (+)= a @ b on the cached primitive; false when oneDNN refuses the layout.
+// c (m, n), rows ldc apart, (+)= a @ b (+ bias (n) on every row, when given) on the cached primitive; false when
+// oneDNN refuses the layout.
 bool run_matmul(DataType type, int64_t m, int64_t n, int64_t k, Operand a, Operand b, void* c, int64_t ldc,
-                bool accumulate) {
-  const auto matmul = primitive_for({type, m, n, k, a.rows, a.cols, b.rows, b.cols, ldc, accumulate});
+                bool accumulate, const void* bias = nullptr) {
+  const auto matmul = primitive_for({type, m, n, k, a.rows, a.cols, b.rows, b.cols, ldc, accumulate, bias != nullptr});
   if (!matmul) return false;
   const auto& engine = cpu_engine();
   thread_local dnnl::stream stream(engine);
@@ -97,10 +102,14 @@ bool run_matmul(DataType type, int64_t m, int64_t n, int64_t k, Operand a, Opera
   scratchpad.resize(std::max(scratchpad.size(), matmul->scratchpad.get_size() + kAlignment));
   void* aligned = scratchpad.data() + (kAlignment - reinterpret_cast<uintptr_t>(scratchpad.data()) % kAlignment);
   dnnl::memory scratchpad_mem(matmul->scratchpad, engine, aligned);
-  matmul->primitive.execute(stream, {{DNNL_ARG_SRC, a_mem},
-                                     {DNNL_ARG_WEIGHTS, b_mem},
-                                     {DNNL_ARG_DST, c_mem},
-                                     {DNNL_ARG_SCRATCHPAD, scratchpad_mem}});
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem},
+                                             {DNNL_ARG_WEIGHTS, b_mem},
+                                             {DNNL_ARG_DST, c_mem},
+                                             {DNNL_ARG_SCRATCHPAD, scratchpad_mem}};
+  if (bias != nullptr) {
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(desc({1, n}, type, {n, 1}), engine, const_cast<void*>(bias)));
+  }
+  matmul->primitive.execute(stream, args);
   stream.wait();
   return true;
 }
@@ -125,17 +134,30 @@ bool onednn_bf16_chosen() {
   return chosen;
 }
 
-bool onednn_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
+// The conditions both Tensor entry points share; the product's type, or nullopt when oneDNN is not for it.
+std::optional<DataType> tensor_product_type(const Tensor& out, const Tensor& a, const Tensor& b) {
   const DType dtype = out.dtype();
-  if ((dtype != DType::f32 && dtype != DType::bf16) || a.dtype() != dtype || b.dtype() != dtype) return false;
-  if (out.dim() != 2 || !out.is_contiguous() || alpha.to_double() != 1.0) return false;
-  const double beta_value = beta.to_double();
-  if (beta_value != 0.0 && beta_value != 1.0) return false;
+  if ((dtype != DType::f32 && dtype != DType::bf16) || a.dtype() != dtype || b.dtype() != dtype) return std::nullopt;
+  if (out.dim() != 2 || !out.is_contiguous()) return std::nullopt;
   const int64_t m = out.size(0), n = out.size(1), k = a.size(1);
-  if (m * n * k < kMinMultiplyAdds || (b.stride(1) == 1 && b.stride(0) >= kMaxRowMajorB)) return false;
-  const DataType type = dtype == DType::f32 ? DataType::f32 : DataType::bf16;
-  return run_matmul(type, m, n, k, {a.data_ptr(), a.stride(0), a.stride(1)}, {b.data_ptr(), b.stride(0), b.stride(1)},
-                    out.data_ptr(), n, beta_value == 1.0);
+  if (m * n * k < kMinMultiplyAdds || (b.stride(1) == 1 && b.stride(0) >= kMaxRowMajorB)) return std::nullopt;
+  return dtype == DType::f32 ? DataType::f32 : DataType::bf16;
+}
+
+bool onednn_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
+  const double beta_value = beta.to_double();
+  if (alpha.to_double() != 1.0 || (beta_value != 0.0 && beta_value != 1.0)) return false;
+  const std::optional<DataType> type = tensor_product_type(out, a, b);
+  if (!type) return false;
+  return run_matmul(*type, out.size(0), out.size(1), a.size(1), {a.data_ptr(), a.stride(0), a.stride(1)},
+                    {b.data_ptr(), b.stride(0), b.stride(1)}, out.data_ptr(), out.size(1), beta_value == 1.0);
+}
+
+bool onednn_gemm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  const std::optional<DataType> type = tensor_product_type(out, a, b);
+  if (!type || bias.dtype() != out.dtype() || !bias.is_contiguous() || bias.numel() != out.size(1)) return false;
+  return run_matmul(*type, out.size(0), out.size(1), a.size(1), {a.data_ptr(), a.stride(0), a.stride(1)},
+                    {b.data_ptr(), b.stride(0), b.stride(1)}, out.data_ptr(), out.size(1), false, bias.data_ptr());
 }
 
 bool onednn_sgemm(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,

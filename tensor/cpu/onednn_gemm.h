@@ -16,6 +16,10 @@ namespace syncgrad::cpu {
 // which oneDNN wins, or oneDNN refuses the layout or type on this CPU.
 bool onednn_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta);
 
+// out (M, N) = a (M, K) @ b (K, N) + bias (N) on every row, under the same conditions as onednn_gemm (alpha 1,
+// beta 0); bias contiguous, of out's type. Returns false, doing nothing, where onednn_gemm would.
+bool onednn_gemm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
+
 // A float32 matrix in memory: element (i, j) at data[i * row_stride + j * col_stride].
 struct StridedMatrix {
   const float* data;

@@ -12,6 +12,7 @@ namespace syncgrad {
 
 namespace kernels {
 constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Scalar&, const Scalar&)> gemm("matmul");
+constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&)> gemm_bias("addmm");
 }  // namespace kernels
 
 namespace raw {
@@ -147,6 +148,13 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
   SYNCGRAD_CHECK(broadcasts_to(bias.sizes(), out_shape), ShapeError, "addmm: bias of shape ", shape_str(bias.sizes()),
                  " does not broadcast to the product's shape ", shape_str(out_shape), " (", product_str(a, b), ")");
   Tensor out = empty(out_shape, {.dtype = a.dtype(), .device = a.device()});
+  // A linear layer's form (one bias per column, both scales 1) in one pass where the device has the fused kernel.
+  const bool row_bias = bias.dim() == 1 && bias.size(0) == out_shape[1] && bias.is_contiguous() &&
+                        bias.dtype() == a.dtype() && alpha.to_double() == 1.0 && beta.to_double() == 1.0;
+  if (row_bias && out.numel() > 0 && a.size(1) > 0 && kernels::gemm_bias.has(a.device().type)) {
+    kernels::gemm_bias(a.device(), out, a, b, bias);
+    return out;
+  }
   if (beta.to_double() != 0.0) copy_(out, bias);
   run_gemm(out, a, b, alpha, beta);
   return out;

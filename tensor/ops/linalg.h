@@ -14,6 +14,9 @@ namespace kernels {
 extern KernelSlot<void(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
                        const Scalar& beta)>
     gemm;
+// Optional fused kernel (devices without one take a bias copy and gemm with beta 1): out (M, N) contiguous =
+// a (M, K) @ b (K, N) + bias (N) on every row; bias contiguous; all one dtype; M, N, K > 0.
+extern KernelSlot<void(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias)> gemm_bias;
 }  // namespace kernels
 
 namespace raw {

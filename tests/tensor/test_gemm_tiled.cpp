@@ -1,8 +1,9 @@
 // The float32 GEMM paths of the CPU matmul kernel: the blocked register tiles (tensor/cpu/gemm_tiled.h: N a
 // multiple of 16; rows not a multiple of the tile; inner dimensions beyond one depth block; a transposed b
 // through C^T = b^T a^T with rows padded to whole vectors; split over two threads by rows or columns) and
-// oneDNN's matmul (tensor/cpu/onednn_gemm.h, from 4M multiply-adds), operands transposed or not, addmm's
-// accumulation, against the float64 product; and products from several threads at once.
+// oneDNN's matmul (tensor/cpu/onednn_gemm.h, from 4M multiply-adds; a linear layer's bias added as it writes
+// the result), operands transposed or not, addmm's accumulation, against the float64 product; and products from
+// several threads at once.
 #include <doctest/doctest.h>
 
 #include <cmath>
