@@ -1,8 +1,9 @@
-// CPU batched GEMM kernel on Eigen. Each (rows, cols) operand matrix is mapped in place: row-major when its
-// columns are unit-stride, column-major (the transpose of a row-major matrix) when its rows are; only a matrix
-// unit-strided in neither direction is copied. bfloat16 runs on oneDNN where it is chosen (onednn_bf16_chosen:
-// CPUs with AMX), else on the AVX512_BF16 kernels of bf16_gemm.cpp where they are (bf16::dot_available); float16 (and bfloat16 elsewhere) operands are widened to float32,
-// multiplied on the float32 GEMM and rounded back once. Batches run in parallel over the intra-op threads.
+// CPU batched GEMM kernel: float32 on oneDNN, the register tiles or Eigen (gemm_f32), other types on Eigen. Each
+// (rows, cols) operand matrix is mapped in place: row-major when its columns are unit-stride, column-major (the
+// transpose of a row-major matrix) when its rows are; only a matrix unit-strided in neither direction is copied.
+// bfloat16 runs on oneDNN where it is chosen (onednn_bf16_chosen: CPUs with AMX), else on the AVX512_BF16 kernels
+// of bf16_gemm.cpp where they are (bf16::dot_available); float16 (and bfloat16 elsewhere) operands are widened to
+// float32, multiplied on the float32 GEMM and rounded back once. Also the fused linear-layer kernel (gemm_bias). Batches run in parallel over the intra-op threads.
 // GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the `__Y = __Y` idiom) when
 // Eigen's GEMM is inlined here.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"

@@ -1,4 +1,5 @@
-// run_job: fork-based multi-process test jobs on 127.0.0.1 with per-rank reports and a hard deadline.
+// run_job: fork-based multi-process test jobs on 127.0.0.1 with per-rank reports and a hard deadline. The
+// ranks are forked only from a single-threaded test process (see wait_until_single_threaded).
 #include "tests/distributed/multiprocess.h"
 
 #include <doctest/doctest.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -31,7 +33,45 @@ const bool single_threaded = [] {
   set_num_threads(1);
   return true;
 }();
+
+// This process's threads, as "<tid> (<name>)".
+std::vector<std::string> threads_of_this_process() {
+  std::vector<std::string> threads;
+  std::error_code error;  // a thread that exits during the listing is simply left out
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    threads.push_back(entry.path().filename().string() + " (" + name + ")");
+  }
+  return threads;
 }
+
+// fork() copies only the calling thread, and every lock as it was: a mutex that another thread of the test process
+// held at that moment stays locked in the child for good. Earlier in-process test cases leave threads that are
+// still finishing: a destroyed process group's detached Gloo worker exits a moment after destroy_process_group(),
+// and may drop the last reference to a tensor on its way out, under the CPU caching allocator's mutex. A rank
+// forked just then hung at its first tensor allocation (about 1 job in 200 under load), so the ranks are forked
+// only once this process is down to its main thread. Threads that outlive the wait make run_job fail, naming them.
+void wait_until_single_threaded() {
+  constexpr auto kPatience = std::chrono::seconds(10);
+  const auto give_up = std::chrono::steady_clock::now() + kPatience;
+  for (;;) {
+    const std::vector<std::string> threads = threads_of_this_process();
+    if (threads.size() <= 1) return;
+    if (std::chrono::steady_clock::now() > give_up) {
+      std::string list;
+      for (const std::string& thread : threads) list += (list.empty() ? "" : ", ") + thread;
+      throw std::runtime_error("run_job: the test process still runs " + std::to_string(threads.size()) +
+                               " threads after " + std::to_string(kPatience.count()) + " s (" + list +
+                               "); an earlier test case left them running, and forking now could copy a lock "
+                               "one of them holds into the ranks");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
 
 void report(const std::string& line) {
   if (rank_report == nullptr) return;
@@ -71,6 +111,9 @@ int free_port() {
 
 std::vector<RankOutcome> run_job(int world_size, const std::function<void(int rank)>& body,
                                  const JobOptions& options) {
+  wait_until_single_threaded();
+  // The store's server thread, started next, is the one thread that runs while the ranks are forked: it takes
+  // no lock of the library's, only malloc's and stdio's, which glibc's fork() hands to the child unlocked.
   const std::string token = "test-token-" + std::to_string(getpid());
   std::unique_ptr<distributed::TCPStoreServer> server;
   int port = 0;

@@ -28,7 +28,8 @@ struct JobOptions {
 };
 
 // Runs body(rank) in world_size forked children. Exceptions in body become exit code 1 and an "ERROR ..."
-// report line. Returns one outcome per rank.
+// report line. Returns one outcome per rank. Forks only once the test process is down to its main thread (threads
+// of earlier test cases may hold a lock the children would need), and throws when other threads outlive 10 s.
 std::vector<RankOutcome> run_job(int world_size, const std::function<void(int rank)>& body,
                                  const JobOptions& options = {});
 
