@@ -21,9 +21,9 @@
 #include "tensor/cpu/conv_implicit.h"
 #include "tensor/cpu/onednn_gemm.h"
 #include "tensor/cpu/visit.h"
-#include "tensor/check.h"
 #include "tensor/cpu/winograd.h"
 #include "tensor/cpu/transpose_tiles.h"
+#include "tensor/check.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/copy.h"
 #include "tensor/ops/factories.h"
@@ -43,8 +43,8 @@ bool unit_stride(const ConvShape& s) { return s.p.stride == Size2(1) && s.p.dila
 // float32 convolutions on the im2col path whose per-image product has 4M multiply-adds or more (ResNet-18's
 // stride-2 3x3 layers: 19M) multiply on oneDNN's matmul over chunks of images at once: one column matrix (K, J)
 // for J = images * OH * OW columns, so that a layer with a 4x4 or 8x8 output still makes a wide product
-// (ResNet-18's ran at 55-85 GFLOP/s per image on the register tiles, 100-120 per image on oneDNN and up to ~145
-// in chunks: docs/BENCHMARKS.md, "ResNet"). Smaller ones (ResNet-20's stride-2 layers, 1x1 projections: 1-2M)
+// (ResNet-18's shapes ran at 42-102 GFLOP/s per image on the register tiles, 62-130 per image on oneDNN and
+// 130-149 in chunks: docs/DESIGN.md, "Stride-2 convolutions on oneDNN"). Smaller ones (ResNet-20's stride-2 layers, 1x1 projections: 1-2M)
 // were as fast or faster on the tiles, and float64 stays there.
 constexpr int64_t kChunkBytesOneDNN = int64_t{3} << 19;  // 1.5 MiB of column matrix per product
 constexpr int64_t kMinMultiplyAddsOneDNN = int64_t{1} << 22;
