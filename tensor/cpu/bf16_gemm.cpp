@@ -8,15 +8,14 @@
 // beta * out added, and rounded to bfloat16 once.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
+#include <optional>
 #include <vector>
 
 #include "tensor/cpu/bf16_kernels.h"
 #include "tensor/cpu/bf16_pack.h"
+#include "tensor/cpu/cpu_features.h"
 #include "tensor/cpu/half_convert.h"
 #include "tensor/cpu/transpose_tiles.h"
-#include "tensor/check.h"
 #include "tensor/threads.h"
 
 #pragma GCC push_options
@@ -124,13 +123,9 @@ bool cpu_has_bf16_dot() {
 }
 
 bool choose_bf16_dot() {
-  const char* setting = std::getenv("SYNCGRAD_CPU_BF16_DOT");
-  const std::string value = setting != nullptr ? setting : "";
-  SYNCGRAD_CHECK(value.empty() || value == "0" || value == "1", ValueError, "SYNCGRAD_CPU_BF16_DOT='", value,
-                 "' is not 0 or 1; unset it to let the CPU decide (1: bfloat16 products on the AVX512_BF16 "
-                 "dot-product kernels, 0: on the float32 kernels)");
-  if (value == "0") return false;
-  if (value == "1") return cpu_has_bf16_dot();
+  const std::optional<bool> forced = kernel_override(
+      "SYNCGRAD_CPU_BF16_DOT", "1: bfloat16 products on the AVX512_BF16 dot-product kernels, 0: on the float32 kernels");
+  if (forced) return *forced && cpu_has_bf16_dot();
   return cpu_has_bf16_dot() && !__builtin_cpu_is("intel");
 }
 

@@ -58,6 +58,13 @@ int64_t images_per_chunk(int64_t bytes, int64_t k, int64_t p, int64_t element_si
   return std::max<int64_t>(1, bytes / (k * p * element_size));
 }
 
+// Runs body(first_image, images) over each thread's share of the batch in chunks of at most `chunk` images.
+void for_image_chunks(int64_t batch, int64_t chunk, const std::function<void(int64_t, int64_t)>& body) {
+  for_images(batch, [&](int64_t first, int64_t last) {
+    for (int64_t n0 = first; n0 < last; n0 += chunk) body(n0, std::min(chunk, last - n0));
+  });
+}
+
 // c (m, n), rows ldc apart, (+)= a (m, k) @ b (k, n) on oneDNN, operands given as (pointer, row stride, column
 // stride). A float32 matmul in plain strides always has an implementation (oneDNN's reference one at worst).
 void onednn_product(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
@@ -72,26 +79,23 @@ void onednn_product(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMat
 void forward_onednn(const float* x, const float* wt, const float* b, float* y, const ConvShape& s) {
   const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group();
   const int64_t chunk = images_per_chunk(kChunkBytesOneDNN, k, p, sizeof(float));
-  for_images(s.batch, [&](int64_t first, int64_t last) {
-    const int64_t j_max = std::min(chunk, std::max<int64_t>(1, last - first)) * p;
-    float* col = scratch<float, 0>(k * j_max);
-    float* ys = scratch<float, 1>(cog * j_max);
-    for (int64_t n0 = first; n0 < last; n0 += chunk) {
-      const int64_t images = std::min(chunk, last - n0), j = images * p;
-      for (int64_t g = 0; g < s.groups; ++g) {
-        for (int64_t i = 0; i < images; ++i) {
-          im2col(x + ((n0 + i) * s.c_in + g * s.c_in_group()) * s.in_plane(), col + i * p, j, s);
-        }
-        float* y_first = y + (n0 * s.c_out + g * cog) * p;
-        const bool direct = images == 1;
-        onednn_product(cog, j, k, {wt + g * cog * k, k, 1}, {col, j, 1}, direct ? y_first : ys, j);
-        for (int64_t i = 0; i < images; ++i) {
-          float* y_g = y + ((n0 + i) * s.c_out + g * cog) * p;
-          for (int64_t c = 0; c < cog; ++c) {
-            const float bias = b != nullptr ? b[g * cog + c] : 0.0f;
-            const float* from = direct ? y_g + c * p : ys + c * j + i * p;
-            for (int64_t q = 0; q < p; ++q) y_g[c * p + q] = from[q] + bias;
-          }
+  for_image_chunks(s.batch, chunk, [&](int64_t n0, int64_t images) {
+    const int64_t j = images * p;
+    float* col = scratch<float, 0>(k * chunk * p);
+    float* ys = scratch<float, 1>(cog * chunk * p);
+    for (int64_t g = 0; g < s.groups; ++g) {
+      for (int64_t i = 0; i < images; ++i) {
+        im2col(x + ((n0 + i) * s.c_in + g * s.c_in_group()) * s.in_plane(), col + i * p, j, s);
+      }
+      float* y_first = y + (n0 * s.c_out + g * cog) * p;
+      const bool direct = images == 1;
+      onednn_product(cog, j, k, {wt + g * cog * k, k, 1}, {col, j, 1}, direct ? y_first : ys, j);
+      for (int64_t i = 0; i < images; ++i) {
+        float* y_g = y + ((n0 + i) * s.c_out + g * cog) * p;
+        for (int64_t c = 0; c < cog; ++c) {
+          const float bias = b != nullptr ? b[g * cog + c] : 0.0f;
+          const float* from = direct ? y_g + c * p : ys + c * j + i * p;
+          for (int64_t q = 0; q < p; ++q) y_g[c * p + q] = from[q] + bias;
         }
       }
     }
@@ -103,24 +107,21 @@ void forward_onednn(const float* x, const float* wt, const float* b, float* y, c
 void backward_input_onednn(const float* gy, const float* wt, float* gx, const ConvShape& s) {
   const int64_t k = s.col_rows(), p = s.out_plane(), cog = s.c_out_group();
   const int64_t chunk = images_per_chunk(kChunkBytesOneDNN, k, p, sizeof(float));
-  for_images(s.batch, [&](int64_t first, int64_t last) {
-    const int64_t j_max = std::min(chunk, std::max<int64_t>(1, last - first)) * p;
-    float* dcol = scratch<float, 0>(k * j_max);
-    float* gys = scratch<float, 1>(cog * j_max);
-    for (int64_t n0 = first; n0 < last; n0 += chunk) {
-      const int64_t images = std::min(chunk, last - n0), j = images * p;
-      for (int64_t g = 0; g < s.groups; ++g) {
-        const float* gy_first = gy + (n0 * s.c_out + g * cog) * p;
-        if (images > 1) {
-          for (int64_t i = 0; i < images; ++i) {
-            const float* gy_g = gy + ((n0 + i) * s.c_out + g * cog) * p;
-            for (int64_t c = 0; c < cog; ++c) std::copy(gy_g + c * p, gy_g + (c + 1) * p, gys + c * j + i * p);
-          }
-        }
-        onednn_product(k, j, cog, {wt + g * cog * k, 1, k}, {images > 1 ? gys : gy_first, j, 1}, dcol, j);
+  for_image_chunks(s.batch, chunk, [&](int64_t n0, int64_t images) {
+    const int64_t j = images * p;
+    float* dcol = scratch<float, 0>(k * chunk * p);
+    float* gys = scratch<float, 1>(cog * chunk * p);
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const float* gy_first = gy + (n0 * s.c_out + g * cog) * p;
+      if (images > 1) {
         for (int64_t i = 0; i < images; ++i) {
-          col2im(dcol + i * p, j, gx + ((n0 + i) * s.c_in + g * s.c_in_group()) * s.in_plane(), s);
+          const float* gy_g = gy + ((n0 + i) * s.c_out + g * cog) * p;
+          for (int64_t c = 0; c < cog; ++c) std::copy(gy_g + c * p, gy_g + (c + 1) * p, gys + c * j + i * p);
         }
+      }
+      onednn_product(k, j, cog, {wt + g * cog * k, 1, k}, {images > 1 ? gys : gy_first, j, 1}, dcol, j);
+      for (int64_t i = 0; i < images; ++i) {
+        col2im(dcol + i * p, j, gx + ((n0 + i) * s.c_in + g * s.c_in_group()) * s.in_plane(), s);
       }
     }
   });

@@ -1,10 +1,16 @@
-// CPUID/XCR0 reading and Linux's AMX permission request behind cpu_features.h.
+// CPUID/XCR0 reading, Linux's AMX permission request and the kernel overrides behind cpu_features.h.
 #include "tensor/cpu/cpu_features.h"
 
 #include <asm/prctl.h>
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tensor/check.h"
+#include "tensor/errors.h"
 
 namespace syncgrad::cpu {
 namespace {
@@ -39,6 +45,15 @@ bool amx_bf16_usable() {
     return f.amx_bf16 && f.amx_tile && f.os_tile_state && request_tile_data();
   }();
   return usable;
+}
+
+std::optional<bool> kernel_override(const char* name, const char* choices) {
+  const char* setting = std::getenv(name);
+  const std::string value = setting != nullptr ? setting : "";
+  SYNCGRAD_CHECK(value.empty() || value == "0" || value == "1", ValueError, name, "='", value,
+                 "' is not 0 or 1; unset it to let the CPU decide (", choices, ")");
+  if (value.empty()) return std::nullopt;
+  return value == "1";
 }
 
 }  // namespace syncgrad::cpu

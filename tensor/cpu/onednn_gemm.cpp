@@ -4,8 +4,6 @@
 
 #include <dnnl.hpp>
 
-#include <cstdlib>
-#include <string>
 
 #include <algorithm>
 #include <cstdint>
@@ -18,7 +16,6 @@
 #include <vector>
 
 #include "tensor/cpu/cpu_features.h"
-#include "tensor/check.h"
 
 namespace syncgrad::cpu {
 namespace {
@@ -118,13 +115,8 @@ bool run_matmul(DataType type, int64_t m, int64_t n, int64_t k, Operand a, Opera
 // path is faster (docs/BENCHMARKS.md: oneDNN's avx512_core_bf16 matmul at 0.46-0.67x its float32 on the Intel
 // Xeon without AMX). SYNCGRAD_CPU_BF16_ONEDNN=1 chooses oneDNN wherever it has bfloat16 kernels, =0 never.
 bool choose_onednn_bf16() {
-  const char* setting = std::getenv("SYNCGRAD_CPU_BF16_ONEDNN");
-  const std::string value = setting != nullptr ? setting : "";
-  SYNCGRAD_CHECK(value.empty() || value == "0" || value == "1", ValueError, "SYNCGRAD_CPU_BF16_ONEDNN='", value,
-                 "' is not 0 or 1; unset it to let the CPU decide (1: bfloat16 matmuls on oneDNN, 0: on "
-                 "syncgrad's own kernels)");
-  if (value.empty()) return amx_bf16_usable();
-  return value == "1";
+  return kernel_override("SYNCGRAD_CPU_BF16_ONEDNN", "1: bfloat16 matmuls on oneDNN, 0: on syncgrad's own kernels")
+      .value_or(amx_bf16_usable());
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "syncgrad.h"
 #include "tensor/cpu/bf16_kernels.h"
@@ -38,6 +40,14 @@ double relative_error(const Tensor& a, const Tensor& b) {
 Tensor f32(const Tensor& t) { return t.to(DType::f32); }
 
 constexpr double kTolerance = 5e-3;
+
+// Random bfloat16 operands of an (m, k) @ (k, n) product in the four layouts: (a, b), (a^T view, b), (a, b^T
+// view), (a^T view, b^T view), the transposed ones as views of transposed storage.
+std::vector<std::pair<Tensor, Tensor>> operand_layouts(int64_t m, int64_t k, int64_t n, Generator& gen) {
+  Tensor a = bf16_randn({m, k}, gen), b = bf16_randn({k, n}, gen);
+  Tensor a_t = bf16_randn({k, m}, gen).t(), b_t = bf16_randn({n, k}, gen).t();
+  return {{a, b}, {a_t, b}, {a, b_t}, {a_t, b_t}};
+}
 
 }  // namespace
 
@@ -92,13 +102,13 @@ TEST_CASE("bf16 matmul on oneDNN: layouts and accumulation match float32 on the 
     CAPTURE(m);
     CAPTURE(k);
     CAPTURE(n);
-    Tensor a = bf16_randn({m, k}, gen), b = bf16_randn({k, n}, gen);
-    Tensor a_t = bf16_randn({k, m}, gen).t(), b_t = bf16_randn({n, k}, gen).t();
-    for (const auto& [x, y] : {std::pair{a, b}, std::pair{a_t, b}, std::pair{a, b_t}, std::pair{a_t, b_t}}) {
+    const auto layouts = operand_layouts(m, k, n, gen);
+    for (const auto& [x, y] : layouts) {
       Tensor out = empty({m, n}, {.dtype = DType::bf16});
       REQUIRE(cpu::onednn_gemm(out, x, y, Scalar(1.0), Scalar(0.0)));
       CHECK(relative_error(out, raw::mm(f32(x), f32(y))) < kTolerance);
     }
+    const auto& [a, b_t] = layouts[2];
     Tensor acc = bf16_randn({m, n}, gen);
     const Tensor expected = add(f32(acc), raw::mm(f32(a), f32(b_t)));
     REQUIRE(cpu::onednn_gemm(acc, a, b_t, Scalar(1.0), Scalar(1.0)));
@@ -120,9 +130,7 @@ TEST_CASE("bf16 matmul: every operand layout and shape matches float32 on the sa
     CAPTURE(m);
     CAPTURE(k);
     CAPTURE(n);
-    Tensor a = bf16_randn({m, k}, gen), b = bf16_randn({k, n}, gen);
-    Tensor a_t = bf16_randn({k, m}, gen).t(), b_t = bf16_randn({n, k}, gen).t();  // transposed views
-    for (const auto& [x, y] : {std::pair{a, b}, std::pair{a_t, b}, std::pair{a, b_t}, std::pair{a_t, b_t}}) {
+    for (const auto& [x, y] : operand_layouts(m, k, n, gen)) {
       Tensor out = raw::mm(x, y);
       CHECK(out.dtype() == DType::bf16);
       CHECK(relative_error(out, raw::mm(f32(x), f32(y))) < kTolerance);
