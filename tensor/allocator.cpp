@@ -1,8 +1,11 @@
 // The caching CPU allocator (the free lists of tensor/caching_allocator.h over aligned_alloc): blocks are
 // rounded up to size classes (4 per power of two, so at most 25% waste), 64-byte aligned, and kept on
 // per-class free lists when freed, so a training loop that allocates the same shapes every step touches fresh
-// pages only in its first step. Also allocator_for(device).
+// pages only in its first step. Its mutex and the memory tags' are held across fork() (pthread_atfork), so that a
+// child can allocate. Also allocator_for(device).
 #include "tensor/allocator.h"
+
+#include <pthread.h>
 
 #include <bit>
 #include <cstdlib>
@@ -50,13 +53,33 @@ struct HostMemory {
   void note_returned(void* ptr, size_t block_bytes) { detail::note_tagged_free(ptr, block_bytes); }
 };
 
-}  // namespace
-
-Allocator& cpu_allocator() {
+CachingAllocator<HostMemory>& host_allocator() {
   // Never destroyed: tensors held by static objects may be freed after main returns.
   static auto* instance = new CachingAllocator<HostMemory>();
   return *instance;
 }
+
+// fork() copies every mutex as it is at that moment. A child forked while another thread allocated or freed
+// (a detached Gloo worker dropping the last reference to a tensor) found the allocator's mutex locked by a
+// thread it does not have, and blocked forever at its first allocation. These pthread_atfork handlers hold the
+// allocator's mutex and then the memory tags' (the order allocate takes them) across fork() and release both
+// in the parent and in the child; std::mutex is a default-type pthread mutex, which the child may unlock.
+void lock_for_fork() {
+  host_allocator().lock_for_fork();
+  detail::lock_memory_tags_for_fork();
+}
+
+void unlock_after_fork() {
+  detail::unlock_memory_tags_after_fork();
+  host_allocator().unlock_after_fork();
+}
+
+// Registered once, at library load.
+const int fork_handlers = pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+
+}  // namespace
+
+Allocator& cpu_allocator() { return host_allocator(); }
 
 Allocator& allocator_for(Device device) {
   if (device.is_cpu()) return cpu_allocator();

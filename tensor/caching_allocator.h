@@ -94,6 +94,11 @@ class CachingAllocator final : public Allocator {
     release_cached_locked();
   }
 
+  // For pthread_atfork handlers (the CPU instance's, tensor/allocator.cpp): the mutex is held across fork() so
+  // that the child's copy is not left locked by a thread the child does not have.
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
+
  private:
   // A cached block of exactly block_bytes, or nullptr; the caller holds mutex_.
   void* reuse_cached_locked(size_t block_bytes) {

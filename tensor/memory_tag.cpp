@@ -79,5 +79,9 @@ void note_tagged_free(void* ptr, size_t bytes) {
   t.live.store(t.tag_of.size(), std::memory_order_relaxed);
 }
 
+void lock_memory_tags_for_fork() { table().mutex.lock(); }
+
+void unlock_memory_tags_after_fork() { table().mutex.unlock(); }
+
 }  // namespace detail
 }  // namespace syncgrad

@@ -38,6 +38,9 @@ namespace detail {
 // The CPU allocator reports its blocks here (size = the block's size class).
 void note_tagged_allocate(void* ptr, size_t bytes);
 void note_tagged_free(void* ptr, size_t bytes);
+// The tag table's mutex, held across fork() by the CPU allocator's pthread_atfork handlers (tensor/allocator.cpp).
+void lock_memory_tags_for_fork();
+void unlock_memory_tags_after_fork();
 }  // namespace detail
 
 }  // namespace syncgrad
