@@ -1,7 +1,8 @@
 // syncgrad-bench resnet: where a ResNet training step (float32, CIFAR-sized input) spends its time. Times every
-// distinct conv shape of the model (forward, grad input, grad weight; times its number of uses), batch norm
-// forward and backward, ReLU and the residual adds on the step's own shapes, then the whole step
-// (forward, cross entropy, backward, SGD with momentum). Times are thread CPU time, so a busy machine slows
+// distinct conv shape of the model (forward, grad input, grad weight; times its number of uses), the fused batch
+// norm + ReLU and batch norm + residual add + ReLU (forward and backward) on the step's own shapes, then the whole
+// step (forward, cross entropy, backward, SGD with momentum). After the table, the fused ops beside the separate
+// ones they replace (batch_norm, add, relu), alternated call by call. Times are thread CPU time, so a busy machine slows
 // the figures less than wall time would; each is the fastest of --reps calls after a warm-up. GFLOP/s counts a
 // direct convolution's 2 * C_out * C_in * kH * kW * OH * OW * N FLOPs, so Winograd layers can exceed the FMA peak.
 //   syncgrad-bench resnet [--model resnet18|resnet20] [--batch N] [--reps N]
@@ -52,11 +53,28 @@ struct ConvUse {
   bool operator<(const ConvUse& o) const { return key() < o.key(); }
 };
 
-// Walks the model as its forward does and records each conv's shapes and each BN/ReLU/add activation shape.
+// The fastest of `reps` calls of f and of g, called alternately (f g f g ...) after a warm-up call of each.
+std::pair<double, double> time_alternated(int reps, const std::function<void()>& f, const std::function<void()>& g) {
+  f();
+  g();
+  double best_f = 1e30, best_g = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    double start = thread_seconds();
+    f();
+    best_f = std::min(best_f, thread_seconds() - start);
+    start = thread_seconds();
+    g();
+    best_g = std::min(best_g, thread_seconds() - start);
+  }
+  return {best_f, best_g};
+}
+
+// Walks the model as its forward does and records each conv's shapes and the shapes its fused normalisations
+// run on.
 struct Shapes {
   std::map<ConvUse, int> convs;
-  std::map<Shape, int> activations;  // one BN + one ReLU (or add + ReLU) per entry use
-  std::map<Shape, int> residual_adds;
+  std::map<Shape, int> bn_relu;      // relu(bn(x)): the stem's and each block's first
+  std::map<Shape, int> bn_add_relu;  // relu(bn(x) + identity): each block's second
 };
 
 Shape conv_out(const Shape& in, const Shape& w, int64_t stride) {
@@ -71,16 +89,15 @@ Shapes walk(const models::ResNet& model, const Shape& input) {
     return conv_out(in, conv.weight.sizes(), conv.params.stride.h);
   };
   Shape x = use(*model.conv1, input);
-  ++s.activations[x];
+  ++s.bn_relu[x];
   for (const auto& layer : model.layers) {
     for (const auto& child : *layer) {
       const auto& block = static_cast<const models::BasicBlock&>(*child);
       Shape h = use(*block.conv1, x);
-      ++s.activations[h];
+      ++s.bn_relu[h];
       h = use(*block.conv2, h);
-      ++s.activations[h];  // bn2 (its ReLU comes after the add)
+      ++s.bn_add_relu[h];
       if (block.downsample) use(static_cast<const nn::Conv2d&>(*(*block.downsample)[0]), x);
-      ++s.residual_adds[h];
       x = h;
     }
   }
@@ -163,27 +180,33 @@ int bench_resnet_main(int argc, char** argv) {
     rows.push_back({name + " dW", uses,
                     time_call(reps, [&] { sink = raw::conv2d_backward_weight(gy, x, c.weight, p); }), conv_gflop(c)});
   }
-  for (const auto& [shape, uses] : shapes.activations) {
-    Tensor x = randn(shape, {}, &gen), gy = randn(shape, {}, &gen);
-    Tensor w = ones({shape[1]}), b = zeros({shape[1]}), rm = zeros({shape[1]}), rv = ones({shape[1]});
-    raw::BatchNormResult r = raw::batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5);
-    rows.push_back({"batch norm fwd " + shape_text(shape), uses,
-                    time_call(reps, [&] { sink = raw::batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5).output; }), 0});
-    rows.push_back({"batch norm bwd " + shape_text(shape), uses, time_call(reps, [&] {
-                      sink = raw::batch_norm_backward(gy, x, r.save_mean, r.save_invstd, w, true,
-                                                      {.input = true, .weight = DType::f32, .bias = DType::f32})
-                                 .grad_input;
-                    }),
-                    0});
-    rows.push_back({"relu fwd+bwd " + shape_text(shape), uses, time_call(reps, [&] {
-                      Tensor xr = relu(x.detach().requires_grad_(true));
-                      xr.backward(gy);
-                    }),
-                    0});
-  }
-  for (const auto& [shape, uses] : shapes.residual_adds) {
-    Tensor a = randn(shape, {}, &gen), b = randn(shape, {}, &gen);
-    rows.push_back({"residual add " + shape_text(shape), uses, time_call(reps, [&] { sink = raw::add(a, b); }), 0});
+  // Fused forward + backward (residual: with the add) and the separate ops it replaces, on one shape.
+  struct Normalisation {
+    std::string name;
+    Shape shape;
+    int uses;
+    bool residual;
+  };
+  std::vector<Normalisation> normalisations;
+  for (const auto& [shape, uses] : shapes.bn_relu) normalisations.push_back({"bn + relu", shape, uses, false});
+  for (const auto& [shape, uses] : shapes.bn_add_relu) normalisations.push_back({"bn + add + relu", shape, uses, true});
+  std::vector<std::tuple<std::string, double, double>> fused_vs_separate;
+  for (const Normalisation& n : normalisations) {
+    const Tensor x = randn(n.shape, {}, &gen), identity = randn(n.shape, {}, &gen), gy = randn(n.shape, {}, &gen);
+    const Tensor w = ones({n.shape[1]}).requires_grad_(), b = zeros({n.shape[1]}).requires_grad_();
+    const Tensor rm = zeros({n.shape[1]}), rv = ones({n.shape[1]});
+    const Tensor residual = n.residual ? identity : Tensor();
+    auto fused = [&] {
+      batch_norm_relu(x.detach().requires_grad_(true), rm, rv, w, b, true, 0.1, 1e-5, residual).backward(gy);
+    };
+    auto separate = [&] {
+      const Tensor y = batch_norm(x.detach().requires_grad_(true), rm, rv, w, b, true, 0.1, 1e-5);
+      relu(n.residual ? add(y, residual) : y).backward(gy);
+    };
+    const auto [fused_seconds, separate_seconds] = time_alternated(reps, fused, separate);
+    const std::string name = n.name + " fwd+bwd " + shape_text(n.shape);
+    rows.push_back({name, n.uses, fused_seconds, 0});
+    fused_vs_separate.emplace_back(name, fused_seconds, separate_seconds);
   }
 
   Tensor x = randn(input_shape, {}, &gen);
@@ -212,5 +235,11 @@ int bench_resnet_main(int argc, char** argv) {
               (step - listed) * 1e3, 100.0 * (step - listed) / step);
   std::printf("%-46s %4s %9s %9.2f %7s  (%.1f samples/s of CPU time)\n", "whole step", "", "", step * 1e3, "100%",
               static_cast<double>(batch) / step);
+  std::printf("\nfused normalisations beside the separate batch_norm, add and relu (ms per use, alternated)\n");
+  std::printf("%-46s %9s %9s %8s\n", "op", "fused", "separate", "speed-up");
+  for (const auto& [name, fused_seconds, separate_seconds] : fused_vs_separate) {
+    std::printf("%-46s %9.2f %9.2f %7.2fx\n", name.c_str(), fused_seconds * 1e3, separate_seconds * 1e3,
+                separate_seconds / fused_seconds);
+  }
   return 0;
 }

@@ -53,15 +53,16 @@ BasicBlock::BasicBlock(int64_t in_planes, int64_t planes, int64_t stride, Shortc
 }
 
 Tensor BasicBlock::forward(const Tensor& input) {
-  Tensor out = relu(bn1->forward(conv1->forward(input)));  // (N, planes, H / stride, W / stride)
-  out = bn2->forward(conv2->forward(out));
+  // relu(bn1(conv1(x))) and relu(bn2(conv2(.)) + identity), each normalisation fused with what follows it.
+  Tensor out = bn1->forward_relu(conv1->forward(input));  // (N, planes, H / stride, W / stride)
+  out = conv2->forward(out);
   Tensor identity = input;
   if (downsample) {
     identity = downsample->forward(input);
   } else if (stride != 1 || in_planes != planes) {
     identity = zero_pad_shortcut(input, planes, stride);
   }
-  return relu(add(out, identity));
+  return bn2->forward_relu(out, identity);
 }
 
 ResNet::ResNet(const ResNetConfig& config, Generator* gen) : Module("ResNet"), config(config) {
@@ -90,7 +91,7 @@ ResNet::ResNet(const ResNetConfig& config, Generator* gen) : Module("ResNet"), c
 Tensor ResNet::forward(const Tensor& input) {
   SYNCGRAD_CHECK(input.dim() == 4 && input.size(1) == 3, ShapeError,
                  "ResNet.forward: expected input of shape [N, 3, H, W], got ", shape_str(input.sizes()));
-  Tensor x = relu(bn1->forward(conv1->forward(input)));  // (N, widths[0], H, W)
+  Tensor x = bn1->forward_relu(conv1->forward(input));  // (N, widths[0], H, W)
   for (size_t i = 0; i < layers.size(); ++i) {  // -> (N, widths.back(), H / 2^(stages-1), ...)
     // Not the last stage: backward needs its activations first, so recomputing them would only cost time.
     const bool checkpointed = activation_checkpointing && i + 1 < layers.size();

@@ -19,6 +19,7 @@ namespace syncgrad::nn::functional {
 using ::syncgrad::adaptive_avg_pool2d;
 using ::syncgrad::avg_pool2d;
 using ::syncgrad::batch_norm;
+using ::syncgrad::batch_norm_relu;
 using ::syncgrad::conv2d;
 using ::syncgrad::cross_entropy;
 using ::syncgrad::dropout;

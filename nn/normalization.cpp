@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "autograd/ops/elementwise.h"
 #include "autograd/ops/norm.h"
 #include "nn/checkpoint.h"
 #include "tensor/check.h"
@@ -36,7 +37,7 @@ BatchNorm::BatchNorm(std::string type_name, std::vector<int64_t> accepted_ranks,
   }
 }
 
-Tensor BatchNorm::forward(const Tensor& input) {
+BatchNorm::Plan BatchNorm::prepare(const Tensor& input) {
   if (std::find(accepted_ranks_.begin(), accepted_ranks_.end(), input.dim()) == accepted_ranks_.end()) {
     std::string ranks;
     for (int64_t r : accepted_ranks_) ranks += (ranks.empty() ? "" : " or ") + std::to_string(r) + "-D";
@@ -45,19 +46,34 @@ Tensor BatchNorm::forward(const Tensor& input) {
   SYNCGRAD_CHECK(input.size(1) == num_features, ShapeError, type_name(), ".forward: input of shape ",
                  shape_str(input.sizes()), " has ", input.size(1), " channels (dim 1), the layer was built for ",
                  num_features);
-  bool use_batch_stats = is_training() || !track_running_stats;
-  double factor = momentum.value_or(0.0);
+  Plan plan{is_training() || !track_running_stats, momentum.value_or(0.0), false};
   // A checkpoint's recomputation (nn/checkpoint.h) normalises with the batch statistics again but leaves the
   // running statistics alone: the forward already counted this batch.
-  const bool recomputing = is_training() && in_checkpoint_recompute();
-  if (is_training() && track_running_stats && !recomputing) {
+  plan.recomputing = is_training() && in_checkpoint_recompute();
+  if (is_training() && track_running_stats && !plan.recomputing) {
     NoGradGuard no_grad;
     raw::add_(num_batches_tracked, 1);
-    if (!momentum) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+    if (!momentum) plan.factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
   }
-  if (is_training() && stats_sync_) return stats_sync_->forward(*this, input, factor);
-  return batch_norm(input, recomputing ? Tensor() : running_mean, recomputing ? Tensor() : running_var, weight, bias,
-                    use_batch_stats, factor, eps);
+  return plan;
+}
+
+Tensor BatchNorm::forward(const Tensor& input) {
+  const Plan plan = prepare(input);
+  if (is_training() && stats_sync_) return stats_sync_->forward(*this, input, plan.factor);
+  return batch_norm(input, plan.recomputing ? Tensor() : running_mean, plan.recomputing ? Tensor() : running_var,
+                    weight, bias, plan.use_batch_stats, plan.factor, eps);
+}
+
+Tensor BatchNorm::forward_relu(const Tensor& input, const Tensor& residual) {
+  if (is_training() && stats_sync_) {
+    const Tensor normalised = forward(input);
+    return relu(residual.defined() ? add(normalised, residual) : normalised);
+  }
+  const Plan plan = prepare(input);
+  return batch_norm_relu(input, plan.recomputing ? Tensor() : running_mean,
+                         plan.recomputing ? Tensor() : running_var, weight, bias, plan.use_batch_stats, plan.factor,
+                         eps, residual);
 }
 
 std::string BatchNorm::extra_repr() const {

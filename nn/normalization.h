@@ -28,6 +28,10 @@ class BatchStatsSync {
 class BatchNorm : public Module {
  public:
   Tensor forward(const Tensor& input) override;
+  // relu(forward(input) + residual) (residual: undefined, or input's shape): the same values, running statistics
+  // and gradients as the three ops, computed in one pass over memory each way (batch_norm_relu), except under a
+  // stats sync, which runs the three ops.
+  Tensor forward_relu(const Tensor& input, const Tensor& residual = {});
   // With a sync set, training-mode forwards take their statistics from every process's batch
   // (distributed::convert_sync_batchnorm sets it); null restores per-process statistics.
   void set_stats_sync(std::shared_ptr<BatchStatsSync> sync) { stats_sync_ = std::move(sync); }
@@ -46,6 +50,16 @@ class BatchNorm : public Module {
   std::string extra_repr() const override;
 
  private:
+  // How a forward normalises: with the batch or the running statistics, the running-average factor, and
+  // whether it is an activation checkpoint's recomputation (which leaves the running statistics alone).
+  struct Plan {
+    bool use_batch_stats;
+    double factor;
+    bool recomputing;
+  };
+  // Checks the input, counts the batch in num_batches_tracked, and says how to normalise.
+  Plan prepare(const Tensor& input);
+
   std::vector<int64_t> accepted_ranks_;
   std::shared_ptr<BatchStatsSync> stats_sync_;
 };

@@ -14,6 +14,14 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   const Tensor& weight = {}, const Tensor& bias = {}, bool training = false, double momentum = 0.1,
                   double eps = 1e-5);
 
+// relu(batch_norm(input, ...) + residual), as the three ops (residual: undefined, or input's shape), in one pass
+// over memory forward and one backward where the device has the fused kernels (the CPU). Backward finds where the
+// relu let the gradient through from the output, which it keeps (the next layer's input: no extra memory).
+// Gradients flow to input, weight, bias and residual.
+Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
+                       double momentum = 0.1, double eps = 1e-5, const Tensor& residual = {});
+
 // Normalises over the last normalized_shape.size() dims (each row to mean 0, biased variance 1), then
 // applies the elementwise affine weight and bias (shape normalized_shape) when given.
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = {},

@@ -4,6 +4,8 @@
 // (layer norm parameter gradients), so every sum has a fixed order whatever the thread count.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/cpu/visit.h"
@@ -42,51 +44,68 @@ void store_vector(const Tensor& t, const std::vector<double>& values) {
   });
 }
 
-// Sum of f(x[i]) over a contiguous run, in double with independent lanes (vectorisable).
-template <class T, class F>
-double accumulate_run(const T* x, int64_t n, F f) {
-  constexpr int kLanes = 8;
-  double lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] += f(convert<double>(x[i + l]));
+// Eight doubles: the independent partial sums of the reductions below (element i of a run goes to lane i % 8,
+// the tail to lane 0, and the lanes are added in order at the end, so a sum's order is fixed). Written as
+// vectors: GCC leaves the scalar form of these loops unvectorised.
+typedef double Lanes __attribute__((vector_size(8 * sizeof(double))));
+typedef float FloatLanes __attribute__((vector_size(8 * sizeof(float))));
+constexpr int kLanes = 8;
+
+// p[0, 8) as doubles.
+template <class T>
+Lanes load_lanes(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    FloatLanes f;
+    std::memcpy(&f, p, sizeof f);
+    return __builtin_convertvector(f, Lanes);
+  } else if constexpr (std::is_same_v<T, double>) {
+    Lanes d;
+    std::memcpy(&d, p, sizeof d);
+    return d;
+  } else {
+    Lanes d;
+    for (int l = 0; l < kLanes; ++l) d[l] = convert<double>(p[l]);
+    return d;
   }
-  for (; i < n; ++i) lanes[0] += f(convert<double>(x[i]));
+}
+
+double lanes_total(const Lanes& lanes) {
   double total = 0;
-  for (double lane : lanes) total += lane;
+  for (int l = 0; l < kLanes; ++l) total += lanes[l];
   return total;
 }
 
-// Over a contiguous run: {sum of g, sum of g * (x - mu)} with g = dy (or dy * w[i] when w is given), in double
-// with independent lanes (vectorisable).
+// Sum of f(x[i]) over a contiguous run, in double; f takes and returns a double or Lanes alike.
+template <class T, class F>
+double accumulate_run(const T* x, int64_t n, F f) {
+  Lanes lanes = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) lanes += f(load_lanes(x + i));
+  for (; i < n; ++i) lanes[0] += f(convert<double>(x[i]));
+  return lanes_total(lanes);
+}
+
+// Over a run of n: {sum of g, sum of g * (x - mu)} with g = dy (or dy * w[i] when w is given), in double.
 struct GradSums {
   double g = 0, g_xmu = 0;
 };
 
 template <class T>
 GradSums grad_sums_run(const T* dy, const T* x, const double* w, int64_t n, double mu) {
-  constexpr int kLanes = 8;
-  double g_lanes[kLanes] = {}, gx_lanes[kLanes] = {};
-  auto g_at = [&](int64_t i) { return w ? convert<double>(dy[i]) * w[i] : convert<double>(dy[i]); };
+  Lanes g_lanes = {}, gx_lanes = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      double g = g_at(i + l);
-      g_lanes[l] += g;
-      gx_lanes[l] += g * (convert<double>(x[i + l]) - mu);
-    }
+    Lanes g = load_lanes(dy + i);
+    if (w != nullptr) g *= load_lanes(w + i);
+    g_lanes += g;
+    gx_lanes += g * (load_lanes(x + i) - mu);
   }
   for (; i < n; ++i) {
-    double g = g_at(i);
+    const double g = w != nullptr ? convert<double>(dy[i]) * w[i] : convert<double>(dy[i]);
     g_lanes[0] += g;
     gx_lanes[0] += g * (convert<double>(x[i]) - mu);
   }
-  GradSums sums;
-  for (int l = 0; l < kLanes; ++l) {
-    sums.g += g_lanes[l];
-    sums.g_xmu += gx_lanes[l];
-  }
-  return sums;
+  return {lanes_total(g_lanes), lanes_total(gx_lanes)};
 }
 
 // ---- batch norm: contiguous (N, C, L); channel c of sample n is the run at (n * C + c) * L ----
@@ -106,35 +125,109 @@ void accumulate_channels(const T* x, const ChannelLayout& s, int64_t c0, int64_t
       for (int64_t ch = c0; ch < c1; ++ch) acc[ch] += f(ch, convert<double>(row[ch]));
     } else {
       for (int64_t ch = c0; ch < c1; ++ch) {
-        acc[ch] += accumulate_run(x + s.run(sample, ch), s.l, [&](double v) { return f(ch, v); });
+        acc[ch] += accumulate_run(x + s.run(sample, ch), s.l, [&](auto v) { return f(ch, v); });
       }
     }
   }
 }
 
-// Batch mean and biased variance of every channel (two passes in double).
-template <class T>
-void channel_moments(const T* x, const ChannelLayout& s, std::vector<double>& mean, std::vector<double>& var) {
-  const double count = static_cast<double>(s.n * s.l);
-  parallel_for(s.c, grain_for(s.n * s.l), [&](int64_t c0, int64_t c1) {
-    accumulate_channels(x, s, c0, c1, mean.data(), [](int64_t, double v) { return v; });
-    for (int64_t ch = c0; ch < c1; ++ch) mean[ch] /= count;
-    accumulate_channels(x, s, c0, c1, var.data(), [&mean](int64_t ch, double v) {
-      double d = v - mean[ch];
-      return d * d;
-    });
-    for (int64_t ch = c0; ch < c1; ++ch) var[ch] /= count;
+// The channels a parallel chunk processes together: about kGrainElements elements, so that a group's data is
+// still in L2 when the pass after its statistics reads it again (one channel of a (128, 16, 32, 32) batch is
+// 512 KiB).
+template <class F>
+void for_channel_groups(const ChannelLayout& s, F f) {
+  const int64_t group = grain_for(s.n * s.l);
+  parallel_for(s.c, group, [&](int64_t c0, int64_t c1) {
+    for (int64_t g0 = c0; g0 < c1; g0 += group) f(g0, std::min(c1, g0 + group));
   });
 }
 
-// Calls f(offset, channel) for the run of every (sample, channel), split over channels.
+// Calls f(offset, channel) for the run of every (sample, channel) of channels [c0, c1).
 template <class F>
-void map_channels(const ChannelLayout& s, F f) {
-  parallel_for(s.c, grain_for(s.n * s.l), [&](int64_t c0, int64_t c1) {
-    for (int64_t sample = 0; sample < s.n; ++sample) {
-      for (int64_t ch = c0; ch < c1; ++ch) f(s.run(sample, ch), ch);
+void map_runs(const ChannelLayout& s, int64_t c0, int64_t c1, F f) {
+  for (int64_t sample = 0; sample < s.n; ++sample) {
+    for (int64_t ch = c0; ch < c1; ++ch) f(s.run(sample, ch), ch);
+  }
+}
+
+// What the forward applies after normalising, in the same pass: + residual (when not null), then max(., 0).
+// Each step rounds to T as the separate add and relu would, so the fused result equals theirs.
+template <class T>
+struct Epilogue {
+  const T* residual = nullptr;
+  bool relu = false;
+};
+
+template <class T>
+void batch_norm_forward_impl(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
+                             const Tensor& input, const Tensor& weight, const Tensor& bias,
+                             const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
+                             double eps, Epilogue<T> epilogue) {
+  using M = opmath_t<T>;
+  const ChannelLayout s(input);
+  const T* x = static_cast<const T*>(input.data_ptr());
+  T* y = static_cast<T*>(out.data_ptr());
+  const double count = static_cast<double>(s.n * s.l);
+  std::vector<double> mean(s.c, 0.0), var(s.c, 0.0), rm, rv;
+  if (training) {
+    if (running_mean.defined()) rm = load_vector(running_mean), rv = load_vector(running_var);
+  } else {
+    mean = load_vector(running_mean);
+    var = load_vector(running_var);
+  }
+  const std::vector<double> w = load_vector(weight), b = load_vector(bias);
+  std::vector<double> invstd(s.c);
+  // Per group of channels: the batch statistics (two passes in double: mean, then centred squares), then the
+  // normalisation while the group's data is still in cache.
+  for_channel_groups(s, [&](int64_t c0, int64_t c1) {
+    if (training) {
+      accumulate_channels(x, s, c0, c1, mean.data(), [](int64_t, auto v) { return v; });
+      for (int64_t ch = c0; ch < c1; ++ch) mean[ch] /= count;
+      accumulate_channels(x, s, c0, c1, var.data(), [&mean](int64_t ch, auto v) {
+        const auto d = v - mean[ch];
+        return d * d;
+      });
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        var[ch] /= count;
+        if (!rm.empty()) {
+          rm[ch] = (1 - momentum) * rm[ch] + momentum * mean[ch];
+          rv[ch] = (1 - momentum) * rv[ch] + momentum * var[ch] * count / (count - 1);
+        }
+      }
     }
+    std::vector<M> scale(c1 - c0), shift(c1 - c0);
+    for (int64_t ch = c0; ch < c1; ++ch) {
+      invstd[ch] = 1.0 / std::sqrt(var[ch] + eps);
+      double sc = invstd[ch] * (w.empty() ? 1.0 : w[ch]);
+      scale[ch - c0] = static_cast<M>(sc);
+      shift[ch - c0] = static_cast<M>((b.empty() ? 0.0 : b[ch]) - mean[ch] * sc);
+    }
+    map_runs(s, c0, c1, [&](int64_t offset, int64_t ch) {
+      const M a = scale[ch - c0], c = shift[ch - c0];
+      const int64_t end = offset + s.l;
+      if (epilogue.residual != nullptr) {
+        const T* r = epilogue.residual;
+        for (int64_t i = offset; i < end; ++i) {
+          const M v = static_cast<M>(static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(x[i]) * a + c)) +
+                                                    static_cast<M>(r[i])));
+          y[i] = static_cast<T>(epilogue.relu && v < M(0) ? M(0) : v);
+        }
+      } else if (epilogue.relu) {
+        for (int64_t i = offset; i < end; ++i) {
+          const M v = static_cast<M>(x[i]) * a + c;
+          y[i] = static_cast<T>(v < M(0) ? M(0) : v);
+        }
+      } else {
+        for (int64_t i = offset; i < end; ++i) y[i] = static_cast<T>(static_cast<M>(x[i]) * a + c);
+      }
+    });
   });
+  if (!rm.empty()) {
+    store_vector(running_mean, rm);
+    store_vector(running_var, rv);
+  }
+  store_vector(save_mean, mean);
+  store_vector(save_invstd, invstd);
 }
 
 void batch_norm_forward_kernel(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
@@ -142,91 +235,106 @@ void batch_norm_forward_kernel(const Tensor& out, const Tensor& save_mean, const
                                const Tensor& running_mean, const Tensor& running_var, bool training, double momentum,
                                double eps) {
   visit_floating(input.dtype(), "batch_norm", [&]<class T>() {
-    using M = opmath_t<T>;
-    const ChannelLayout s(input);
-    const T* x = static_cast<const T*>(input.data_ptr());
-    std::vector<double> mean(s.c, 0.0), var(s.c, 0.0);
-    if (training) {
-      channel_moments(x, s, mean, var);
-      if (running_mean.defined()) {
-        std::vector<double> rm = load_vector(running_mean), rv = load_vector(running_var);
-        const double count = static_cast<double>(s.n * s.l);
-        for (int64_t ch = 0; ch < s.c; ++ch) {
-          rm[ch] = (1 - momentum) * rm[ch] + momentum * mean[ch];
-          rv[ch] = (1 - momentum) * rv[ch] + momentum * var[ch] * count / (count - 1);
-        }
-        store_vector(running_mean, rm);
-        store_vector(running_var, rv);
-      }
-    } else {
-      mean = load_vector(running_mean);
-      var = load_vector(running_var);
-    }
-    std::vector<double> w = load_vector(weight), b = load_vector(bias), invstd(s.c);
-    std::vector<M> scale(s.c), shift(s.c);
-    for (int64_t ch = 0; ch < s.c; ++ch) {
-      invstd[ch] = 1.0 / std::sqrt(var[ch] + eps);
-      double sc = invstd[ch] * (w.empty() ? 1.0 : w[ch]);
-      scale[ch] = static_cast<M>(sc);
-      shift[ch] = static_cast<M>((b.empty() ? 0.0 : b[ch]) - mean[ch] * sc);
-    }
-    T* y = static_cast<T*>(out.data_ptr());
-    map_channels(s, [&](int64_t offset, int64_t ch) {
-      const M a = scale[ch], c = shift[ch];
-      for (int64_t i = offset; i < offset + s.l; ++i) y[i] = static_cast<T>(static_cast<M>(x[i]) * a + c);
-    });
-    store_vector(save_mean, mean);
-    store_vector(save_invstd, invstd);
+    batch_norm_forward_impl<T>(out, save_mean, save_invstd, input, weight, bias, running_mean, running_var, training,
+                               momentum, eps, {});
   });
+}
+
+void batch_norm_relu_forward_kernel(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
+                                    const Tensor& input, const Tensor& residual, const Tensor& weight,
+                                    const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
+                                    bool training, double momentum, double eps) {
+  visit_floating(input.dtype(), "batch_norm_relu", [&]<class T>() {
+    const T* r = residual.defined() ? static_cast<const T*>(residual.data_ptr()) : nullptr;
+    batch_norm_forward_impl<T>(out, save_mean, save_invstd, input, weight, bias, running_mean, running_var, training,
+                               momentum, eps, {r, true});
+  });
+}
+
+// The gradient reaching the normalisation along the run [offset, offset + n): dy's run, or, behind a fused relu
+// (y: the fused forward's output), dy where y is positive, else 0, written into `masked` (n values) first. The
+// passes below then read it as they read dy, so that the fused backward computes exactly what relu's backward
+// followed by batch norm's computes.
+template <class T>
+const T* grad_run(const T* dy, const T* y, int64_t offset, int64_t n, T* masked) {
+  if (y == nullptr) return dy + offset;
+  using M = opmath_t<T>;
+  for (int64_t i = 0; i < n; ++i) masked[i] = static_cast<M>(y[offset + i]) > M(0) ? dy[offset + i] : T(0);
+  return masked;
+}
+
+// dy's gradient through batch norm (y null) or through batch norm followed by + residual and relu (y: the
+// fused forward's output; grad_residual, when defined, receives the masked gradient).
+template <class T>
+void batch_norm_backward_impl(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
+                              const Tensor& grad_residual, const T* dy, const T* y, const Tensor& input,
+                              const Tensor& save_mean, const Tensor& save_invstd, const Tensor& weight,
+                              bool training) {
+  using M = opmath_t<T>;
+  const ChannelLayout s(input);
+  const T* x = static_cast<const T*>(input.data_ptr());
+  T* g_res = grad_residual.defined() ? static_cast<T*>(grad_residual.data_ptr()) : nullptr;
+  const std::vector<double> mean = load_vector(save_mean), invstd = load_vector(save_invstd);
+  const std::vector<double> w = load_vector(weight);
+  const double count = static_cast<double>(s.n * s.l);
+  T* gx = grad_input.defined() ? static_cast<T*>(grad_input.data_ptr()) : nullptr;
+  // Per channel: sum(g) and sum(g * (x - mean)); then, while the group's data is in cache,
+  // grad_input = k_g * g + k_x * (x - mean) + k_0.
+  std::vector<double> sum_g(s.c, 0.0), sum_g_xmu(s.c, 0.0);
+  for_channel_groups(s, [&](int64_t c0, int64_t c1) {
+    thread_local std::vector<T> scratch;
+    if (y != nullptr && g_res == nullptr) scratch.resize(static_cast<size_t>(s.l));
+    auto masked_into = [&](int64_t offset) { return g_res != nullptr ? g_res + offset : scratch.data(); };
+    map_runs(s, c0, c1, [&](int64_t offset, int64_t ch) {
+      const T* g = grad_run(dy, y, offset, s.l, masked_into(offset));
+      const GradSums sums = grad_sums_run(g, x + offset, nullptr, s.l, mean[ch]);
+      sum_g[ch] += sums.g;
+      sum_g_xmu[ch] += sums.g_xmu;
+    });
+    if (gx == nullptr) return;
+    std::vector<M> k_g(c1 - c0), k_x(c1 - c0), k_0(c1 - c0), mu(c1 - c0);
+    for (int64_t ch = c0; ch < c1; ++ch) {
+      const double scale = invstd[ch] * (w.empty() ? 1.0 : w[ch]);
+      k_g[ch - c0] = static_cast<M>(scale);
+      k_x[ch - c0] = training ? static_cast<M>(-scale * invstd[ch] * invstd[ch] * sum_g_xmu[ch] / count) : M(0);
+      k_0[ch - c0] = training ? static_cast<M>(-scale * sum_g[ch] / count) : M(0);
+      mu[ch - c0] = static_cast<M>(mean[ch]);
+    }
+    map_runs(s, c0, c1, [&](int64_t offset, int64_t ch) {
+      const M a = k_g[ch - c0], b = k_x[ch - c0], c = k_0[ch - c0], m = mu[ch - c0];
+      const T* g = g_res != nullptr ? g_res + offset : grad_run(dy, y, offset, s.l, scratch.data());
+      const T* xr = x + offset;
+      T* out = gx + offset;
+      for (int64_t i = 0; i < s.l; ++i) {
+        out[i] = static_cast<T>(a * static_cast<M>(g[i]) + b * (static_cast<M>(xr[i]) - m) + c);
+      }
+    });
+  });
+  if (grad_weight.defined()) {
+    std::vector<double> gw(s.c);
+    for (int64_t ch = 0; ch < s.c; ++ch) gw[ch] = sum_g_xmu[ch] * invstd[ch];
+    store_vector(grad_weight, gw);
+  }
+  store_vector(grad_bias, sum_g);
 }
 
 void batch_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
                                 const Tensor& grad_out, const Tensor& input, const Tensor& save_mean,
                                 const Tensor& save_invstd, const Tensor& weight, bool training) {
   visit_floating(input.dtype(), "batch_norm_backward", [&]<class T>() {
-    using M = opmath_t<T>;
-    const ChannelLayout s(input);
-    const T* x = static_cast<const T*>(input.data_ptr());
-    const T* dy = static_cast<const T*>(grad_out.data_ptr());
-    const std::vector<double> mean = load_vector(save_mean), invstd = load_vector(save_invstd);
-    const std::vector<double> w = load_vector(weight);
-    // Per channel: sum(dy) and sum(dy * (x - mean)).
-    std::vector<double> sum_dy(s.c, 0.0), sum_dy_xmu(s.c, 0.0);
-    parallel_for(s.c, grain_for(s.n * s.l), [&](int64_t c0, int64_t c1) {
-      for (int64_t sample = 0; sample < s.n; ++sample) {
-        for (int64_t ch = c0; ch < c1; ++ch) {
-          const int64_t offset = s.run(sample, ch);
-          GradSums sums = grad_sums_run(dy + offset, x + offset, nullptr, s.l, mean[ch]);
-          sum_dy[ch] += sums.g;
-          sum_dy_xmu[ch] += sums.g_xmu;
-        }
-      }
-    });
-    if (grad_input.defined()) {
-      // grad_input = k_dy * dy + k_x * (x - mean) + k_0 per channel.
-      const double count = static_cast<double>(s.n * s.l);
-      std::vector<M> k_dy(s.c), k_x(s.c), k_0(s.c), mu(s.c);
-      for (int64_t ch = 0; ch < s.c; ++ch) {
-        double scale = invstd[ch] * (w.empty() ? 1.0 : w[ch]);
-        k_dy[ch] = static_cast<M>(scale);
-        k_x[ch] = training ? static_cast<M>(-scale * invstd[ch] * invstd[ch] * sum_dy_xmu[ch] / count) : M(0);
-        k_0[ch] = training ? static_cast<M>(-scale * sum_dy[ch] / count) : M(0);
-        mu[ch] = static_cast<M>(mean[ch]);
-      }
-      T* gx = static_cast<T*>(grad_input.data_ptr());
-      map_channels(s, [&](int64_t offset, int64_t ch) {
-        const M a = k_dy[ch], b = k_x[ch], c = k_0[ch], m = mu[ch];
-        for (int64_t i = offset; i < offset + s.l; ++i) {
-          gx[i] = static_cast<T>(a * static_cast<M>(dy[i]) + b * (static_cast<M>(x[i]) - m) + c);
-        }
-      });
-    }
-    if (grad_weight.defined()) {
-      std::vector<double> gw(s.c);
-      for (int64_t ch = 0; ch < s.c; ++ch) gw[ch] = sum_dy_xmu[ch] * invstd[ch];
-      store_vector(grad_weight, gw);
-    }
-    store_vector(grad_bias, sum_dy);
+    batch_norm_backward_impl<T>(grad_input, grad_weight, grad_bias, Tensor(), static_cast<const T*>(grad_out.data_ptr()),
+                                nullptr, input, save_mean, save_invstd, weight, training);
+  });
+}
+
+void batch_norm_relu_backward_kernel(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
+                                     const Tensor& grad_residual, const Tensor& grad_out, const Tensor& output,
+                                     const Tensor& input, const Tensor& save_mean, const Tensor& save_invstd,
+                                     const Tensor& weight, bool training) {
+  visit_floating(input.dtype(), "batch_norm_relu_backward", [&]<class T>() {
+    batch_norm_backward_impl<T>(grad_input, grad_weight, grad_bias, grad_residual,
+                                static_cast<const T*>(grad_out.data_ptr()), static_cast<const T*>(output.data_ptr()),
+                                input, save_mean, save_invstd, weight, training);
   });
 }
 
@@ -246,8 +354,8 @@ void layer_norm_forward_kernel(const Tensor& out, const Tensor& save_mean, const
     parallel_for(rows, grain_for(k), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* xr = x + r * k;
-        const double mu = accumulate_run(xr, k, [](double v) { return v; }) / static_cast<double>(k);
-        const double var = accumulate_run(xr, k, [mu](double v) { return (v - mu) * (v - mu); }) / static_cast<double>(k);
+        const double mu = accumulate_run(xr, k, [](auto v) { return v; }) / static_cast<double>(k);
+        const double var = accumulate_run(xr, k, [mu](auto v) { return (v - mu) * (v - mu); }) / static_cast<double>(k);
         mean[r] = mu;
         rstd[r] = 1.0 / std::sqrt(var + eps);
         const M m = static_cast<M>(mu), s = static_cast<M>(rstd[r]);
@@ -312,6 +420,10 @@ void layer_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_wei
 
 const KernelRegistrar reg_bn_forward(kernels::batch_norm_forward, DeviceType::kCPU, &batch_norm_forward_kernel);
 const KernelRegistrar reg_bn_backward(kernels::batch_norm_backward, DeviceType::kCPU, &batch_norm_backward_kernel);
+const KernelRegistrar reg_bn_relu_forward(kernels::batch_norm_relu_forward, DeviceType::kCPU,
+                                          &batch_norm_relu_forward_kernel);
+const KernelRegistrar reg_bn_relu_backward(kernels::batch_norm_relu_backward, DeviceType::kCPU,
+                                           &batch_norm_relu_backward_kernel);
 const KernelRegistrar reg_ln_forward(kernels::layer_norm_forward, DeviceType::kCPU, &layer_norm_forward_kernel);
 const KernelRegistrar reg_ln_backward(kernels::layer_norm_backward, DeviceType::kCPU, &layer_norm_backward_kernel);
 

@@ -6,7 +6,9 @@
 
 #include "tensor/check.h"
 #include "tensor/ops/copy.h"
+#include "tensor/ops/elementwise.h"
 #include "tensor/ops/factories.h"
+#include "tensor/ops/unary.h"
 #include "tensor/ops/views.h"
 
 namespace syncgrad {
@@ -18,6 +20,12 @@ constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Ten
 constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                           const Tensor&, const Tensor&, bool)>
     batch_norm_backward("batch_norm_backward");
+constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                          const Tensor&, const Tensor&, const Tensor&, bool, double, double)>
+    batch_norm_relu_forward("batch_norm_relu");
+constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                          const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool)>
+    batch_norm_relu_backward("batch_norm_relu_backward");
 constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                           double)>
     layer_norm_forward("layer_norm");
@@ -77,9 +85,11 @@ Tensor grad_buffer(const Shape& shape, std::optional<DType> dtype, Device device
 
 namespace raw {
 
-BatchNormResult batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
-                           const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
-  constexpr const char* op = "batch_norm";
+namespace {
+
+// The checks every batch norm front-end makes; input's (N, C, L) layout.
+Shape check_batch_norm(const char* op, const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, bool training, double eps) {
   check_floating_input(op, input);
   SYNCGRAD_CHECK(input.dim() >= 2, ShapeError, op, ": expects input of shape (N, C) or (N, C, *), got ",
                  shape_str(input.sizes()), "; add a batch dim with unsqueeze(0)");
@@ -99,17 +109,65 @@ BatchNormResult batch_norm(const Tensor& input, const Tensor& running_mean, cons
                  ": expected more than 1 value per channel when training, got input of shape ",
                  shape_str(input.sizes()), "; use a larger batch or eval mode");
   SYNCGRAD_CHECK(!(eps < 0), ValueError, op, ": eps must be >= 0, got ", std::to_string(eps));
+  return layout;
+}
 
-  DType stats = norm_stats_dtype(input.dtype());
-  Tensor out = empty(layout, {.dtype = input.dtype(), .device = input.device()});
-  BatchNormResult result{view(out, input.sizes()), empty(channels, {.dtype = stats, .device = input.device()}),
-                         empty(channels, {.dtype = stats, .device = input.device()})};
-  kernels::batch_norm_forward(input.device(), out, result.save_mean, result.save_invstd, contiguous_as(input, layout),
-                              weight, bias, running_mean, running_var, training, momentum, eps);
+// The output (input's layout and dtype) and empty statistics of a batch norm forward.
+BatchNormResult batch_norm_buffers(const Tensor& input, const Shape& layout) {
+  const DType stats = norm_stats_dtype(input.dtype());
+  const TensorOptions vector_options{.dtype = stats, .device = input.device()};
+  return {empty(layout, {.dtype = input.dtype(), .device = input.device()}), empty({layout[1]}, vector_options),
+          empty({layout[1]}, vector_options)};
+}
+
+void bump_running_stats(bool training, const Tensor& running_mean, const Tensor& running_var) {
   if (training && running_mean.defined()) {
     running_mean.impl()->storage()->bump_version();
     running_var.impl()->storage()->bump_version();
   }
+}
+
+}  // namespace
+
+BatchNormResult batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                           const Tensor& weight, const Tensor& bias, bool training, double momentum, double eps) {
+  const Shape layout = check_batch_norm("batch_norm", input, running_mean, running_var, weight, bias, training, eps);
+  BatchNormResult result = batch_norm_buffers(input, layout);
+  kernels::batch_norm_forward(input.device(), result.output, result.save_mean, result.save_invstd,
+                              contiguous_as(input, layout), weight, bias, running_mean, running_var, training,
+                              momentum, eps);
+  bump_running_stats(training, running_mean, running_var);
+  result.output = view(result.output, input.sizes());
+  return result;
+}
+
+BatchNormResult batch_norm_relu(const Tensor& input, const Tensor& residual, const Tensor& running_mean,
+                                const Tensor& running_var, const Tensor& weight, const Tensor& bias, bool training,
+                                double momentum, double eps) {
+  constexpr const char* op = "batch_norm_relu";
+  const Shape layout = check_batch_norm(op, input, running_mean, running_var, weight, bias, training, eps);
+  if (residual.defined()) {
+    check_same_device(op, input, residual);
+    SYNCGRAD_CHECK(residual.sizes() == input.sizes(), ShapeError, op, ": residual has shape ",
+                   shape_str(residual.sizes()), " but the input has shape ", shape_str(input.sizes()),
+                   "; the residual is added to the normalised input elementwise, so the shapes must match");
+    SYNCGRAD_CHECK(residual.dtype() == input.dtype(), DTypeError, op, ": residual has dtype ",
+                   dtype_name(residual.dtype()), " but the input has ", dtype_name(input.dtype()),
+                   "; convert one with .to()");
+  }
+  if (!kernels::batch_norm_relu_forward.has(input.device().type)) {
+    BatchNormResult result = batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps);
+    if (residual.defined()) add_(result.output, residual);
+    relu_(result.output);
+    return result;
+  }
+  BatchNormResult result = batch_norm_buffers(input, layout);
+  kernels::batch_norm_relu_forward(input.device(), result.output, result.save_mean, result.save_invstd,
+                                   contiguous_as(input, layout),
+                                   residual.defined() ? contiguous_as(residual, layout) : Tensor(), weight, bias,
+                                   running_mean, running_var, training, momentum, eps);
+  bump_running_stats(training, running_mean, running_var);
+  result.output = view(result.output, input.sizes());
   return result;
 }
 
@@ -124,6 +182,30 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const
                                contiguous_as(to(grad_out, input.dtype()), layout), contiguous_as(input, layout),
                                save_mean, save_invstd, weight, training);
   if (grads.grad_input.defined()) grads.grad_input = view(grads.grad_input, input.sizes());
+  return grads;
+}
+
+BatchNormReluGrads batch_norm_relu_backward(const Tensor& grad_out, const Tensor& output, const Tensor& input,
+                                            const Tensor& save_mean, const Tensor& save_invstd, const Tensor& weight,
+                                            bool training, const NormGradRequest& request, bool residual_grad) {
+  const Device device = input.device();
+  if (!kernels::batch_norm_relu_backward.has(device.type)) {
+    Tensor g = unary_backward(UnaryOp::relu, to(grad_out, input.dtype()), output);
+    return {batch_norm_backward(g, input, save_mean, save_invstd, weight, training, request),
+            residual_grad ? g : Tensor()};
+  }
+  const Shape layout = batch_norm_layout(input);
+  const TensorOptions options{.dtype = input.dtype(), .device = device};
+  BatchNormReluGrads grads{{request.input ? empty(layout, options) : Tensor(),
+                            grad_buffer({layout[1]}, request.weight, device),
+                            grad_buffer({layout[1]}, request.bias, device)},
+                           residual_grad ? empty(layout, options) : Tensor()};
+  kernels::batch_norm_relu_backward(device, grads.norm.grad_input, grads.norm.grad_weight, grads.norm.grad_bias,
+                                    grads.grad_residual, contiguous_as(to(grad_out, input.dtype()), layout),
+                                    contiguous_as(output, layout), contiguous_as(input, layout), save_mean,
+                                    save_invstd, weight, training);
+  if (grads.norm.grad_input.defined()) grads.norm.grad_input = view(grads.norm.grad_input, input.sizes());
+  if (grads.grad_residual.defined()) grads.grad_residual = view(grads.grad_residual, input.sizes());
   return grads;
 }
 

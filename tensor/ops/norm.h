@@ -26,6 +26,19 @@ extern KernelSlot<void(const Tensor& grad_input, const Tensor& grad_weight, cons
                        const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& invstd,
                        const Tensor& weight, bool training)>
     batch_norm_backward;
+// batch_norm_forward followed in the same pass by + residual (when defined: contiguous (N, C, L) of input's dtype)
+// and max(., 0): out = relu(batch_norm(input) + residual), each step rounded to the dtype as the separate ops
+// round. Optional: raw::batch_norm_relu composes the separate ops on devices without it.
+extern KernelSlot<void(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd, const Tensor& input,
+                       const Tensor& residual, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                       const Tensor& running_var, bool training, double momentum, double eps)>
+    batch_norm_relu_forward;
+// The backward of batch_norm_relu_forward given its output: g = grad_out where output > 0, else 0; grad_residual
+// (when defined) = g; the rest as batch_norm_backward of g. Optional, as batch_norm_relu_forward.
+extern KernelSlot<void(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
+                       const Tensor& grad_residual, const Tensor& grad_out, const Tensor& output, const Tensor& input,
+                       const Tensor& mean, const Tensor& invstd, const Tensor& weight, bool training)>
+    batch_norm_relu_backward;
 // input, out: contiguous (M, K); weight, bias: (K) of any floating dtype, or undefined; save_mean,
 // save_rstd: contiguous (M) of the statistics dtype. Normalises each row with its mean and biased variance.
 extern KernelSlot<void(const Tensor& out, const Tensor& save_mean, const Tensor& save_rstd, const Tensor& input,
@@ -73,6 +86,23 @@ struct NormGrads {
 NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& save_mean,
                               const Tensor& save_invstd, const Tensor& weight, bool training,
                               const NormGradRequest& request);
+
+// relu(batch_norm(input, ...) + residual) in one pass over memory where the device has the fused kernel (the
+// CPU), else through the separate ops; residual: undefined, or input's shape and dtype. The result's save_* are
+// batch_norm's.
+BatchNormResult batch_norm_relu(const Tensor& input, const Tensor& residual, const Tensor& running_mean,
+                                const Tensor& running_var, const Tensor& weight, const Tensor& bias, bool training,
+                                double momentum, double eps);
+
+struct BatchNormReluGrads {
+  NormGrads norm;
+  Tensor grad_residual;  // undefined unless requested
+};
+
+// Gradients of batch_norm_relu given its output (whose positive entries pass grad_out on) and saved statistics.
+BatchNormReluGrads batch_norm_relu_backward(const Tensor& grad_out, const Tensor& output, const Tensor& input,
+                                            const Tensor& save_mean, const Tensor& save_invstd, const Tensor& weight,
+                                            bool training, const NormGradRequest& request, bool residual_grad);
 
 struct LayerNormResult {
   Tensor output;     // input's shape

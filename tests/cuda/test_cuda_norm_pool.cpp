@@ -1,4 +1,5 @@
-// CUDA conformance: batch norm (training with running statistics, eval) and layer norm forward and backward,
+// CUDA conformance: batch norm (training with running statistics, eval), batch norm + relu (composed on the
+// device) and layer norm forward and backward,
 // max / average / adaptive average pooling with padding, dilation and ceil_mode windows, and their gradients,
 // against the CPU with the same random inputs.
 #include <doctest/doctest.h>
@@ -100,6 +101,16 @@ TEST_CASE("batch norm and layer norm backward") {
       {random_values({4, 3, 5}, DType::f32, 13), random_values({3}, DType::f32, 14),
        random_values({3}, DType::f32, 15)},
       [](const std::vector<Tensor>& v) { return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); }, tol);
+  // The device has no fused kernel: batch_norm_relu composes batch norm, add and relu there, against the CPU's
+  // fused kernel.
+  check_grad(
+      "batch_norm_relu gradient",
+      {random_values({4, 3, 5}, DType::f32, 19), random_values({3}, DType::f32, 20),
+       random_values({3}, DType::f32, 21), random_values({4, 3, 5}, DType::f32, 22)},
+      [](const std::vector<Tensor>& v) {
+        return batch_norm_relu(v[0], Tensor(), Tensor(), v[1], v[2], true, 0.1, 1e-5, v[3]);
+      },
+      tol);
   check_grad(
       "layer_norm gradient",
       {random_values({4, 3, 8}, DType::f32, 16), random_values({8}, DType::f32, 17),

@@ -1,4 +1,5 @@
-// gradcheck of batch_norm (training with and without affine, eval), layer_norm, dropout and embedding.
+// gradcheck of batch_norm (training with and without affine, eval), batch_norm_relu, layer_norm, dropout and
+// embedding.
 #include "tests/gradcheck/check.h"
 
 using namespace syncgrad;
@@ -34,6 +35,19 @@ TEST_CASE("gradcheck: batch_norm eval with running stats, with and without affin
   CHECK_GRADCHECK("batch_norm eval", [&](const std::vector<Tensor>& in) {
     return batch_norm(in[0], running_mean, running_var, Tensor(), Tensor(), false);
   }, {leaf({4, 3}, 8)});
+}
+
+TEST_CASE("gradcheck: batch_norm_relu with a residual, training and eval") {
+  Tensor x = leaf({3, 2, 2, 2}, 12), w = leaf({2}, 13), b = leaf({2}, 14), residual = leaf({3, 2, 2, 2}, 15);
+  Tensor running_mean = tensor({0.3, -0.2}), running_var = tensor({0.9, 1.4});
+  for (bool training : {true, false}) {
+    CHECK_GRADCHECK(std::string("batch_norm_relu ") + (training ? "train" : "eval"),
+                    [&](const std::vector<Tensor>& in) {
+                      return batch_norm_relu(in[0], raw::clone(running_mean), raw::clone(running_var), in[1], in[2],
+                                             training, 0.1, 1e-5, in[3]);
+                    },
+                    {x, w, b, residual});
+  }
 }
 
 TEST_CASE("gradcheck: layer_norm with and without affine") {

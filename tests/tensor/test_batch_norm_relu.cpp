@@ -1,0 +1,145 @@
+// batch_norm_relu (relu(batch_norm(x) + residual) in one pass) against the three separate ops: the same output
+// bit for bit, the same running statistics and gradients, in every floating dtype, training and eval, with and
+// without affine parameters or a residual, on a non-contiguous input; BatchNorm2d::forward_relu; the errors.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "syncgrad.h"
+
+using namespace syncgrad;
+
+namespace {
+
+std::vector<double> values(const Tensor& t) { return to_vector<double>(t); }
+
+Tensor random_of(const Shape& shape, uint64_t seed, DType dtype) {
+  Generator gen(seed);
+  return raw::to(randn(shape, {.dtype = DType::f64}, &gen), dtype);
+}
+
+struct Run {
+  std::vector<double> out, running_mean, running_var, grad_x, grad_w, grad_b, grad_residual;
+};
+
+// One forward and backward, fused or through batch_norm, add and relu.
+Run run(bool fused, DType dtype, bool training, bool affine, bool with_residual, const Tensor& x_source) {
+  const int64_t c = x_source.size(1);
+  Tensor x = raw::clone(raw::to(x_source, dtype)).requires_grad_();  // a leaf of its own, also in float64
+  Tensor w = affine ? random_of({c}, 2, dtype).requires_grad_() : Tensor();
+  Tensor b = affine ? random_of({c}, 3, dtype).requires_grad_() : Tensor();
+  Tensor residual = with_residual ? random_of(x_source.sizes(), 4, dtype).requires_grad_() : Tensor();
+  Tensor running_mean = random_of({c}, 5, DType::f32), running_var = raw::add(raw::abs(random_of({c}, 6, DType::f32)), 0.5);
+  Tensor y = fused ? batch_norm_relu(x, running_mean, running_var, w, b, training, 0.1, 1e-5, residual)
+                   : relu(with_residual ? add(batch_norm(x, running_mean, running_var, w, b, training), residual)
+                                        : batch_norm(x, running_mean, running_var, w, b, training));
+  y.backward(random_of(x_source.sizes(), 7, dtype));
+  Run r{values(y), values(running_mean), values(running_var), values(x.grad()), {}, {}, {}};
+  if (affine) r.grad_w = values(w.grad()), r.grad_b = values(b.grad());
+  if (with_residual) r.grad_residual = values(residual.grad());
+  CHECK(y.dtype() == dtype);
+  CHECK(x.grad().dtype() == dtype);
+  return r;
+}
+
+void check_equal(const std::vector<double>& fused, const std::vector<double>& separate, const char* what) {
+  INFO(std::string(what));
+  REQUIRE(fused.size() == separate.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    INFO("element " << i);
+    CHECK(fused[i] == separate[i]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("batch_norm_relu equals relu(batch_norm(x) + residual): output, running stats and gradients") {
+  // (6, 3, 5, 4) covers runs longer than a vector and a ragged tail; (64, 5) the (N, C) layout.
+  for (const Shape& shape : {Shape{6, 3, 5, 4}, Shape{64, 5}}) {
+    for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
+      for (bool training : {true, false}) {
+        for (bool affine : {true, false}) {
+          for (bool with_residual : {true, false}) {
+            INFO(shape_str(shape) << " " << std::string(dtype_name(dtype)) << " training " << training << " affine " << affine
+                                  << " residual " << with_residual);
+            const Tensor x = random_of(shape, 1, DType::f64);
+            const Run fused = run(true, dtype, training, affine, with_residual, x);
+            const Run separate = run(false, dtype, training, affine, with_residual, x);
+            check_equal(fused.out, separate.out, "output");
+            check_equal(fused.running_mean, separate.running_mean, "running_mean");
+            check_equal(fused.running_var, separate.running_var, "running_var");
+            check_equal(fused.grad_x, separate.grad_x, "grad input");
+            check_equal(fused.grad_w, separate.grad_w, "grad weight");
+            check_equal(fused.grad_b, separate.grad_b, "grad bias");
+            check_equal(fused.grad_residual, separate.grad_residual, "grad residual");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("batch_norm_relu: outputs at zero stop exactly their gradient, the others pass it on") {
+  // Outputs below zero (about half) get no gradient into the residual; the others pass grad_out unchanged.
+  Tensor x = random_of({8, 2, 3, 3}, 11, DType::f32).requires_grad_();
+  Tensor residual = random_of({8, 2, 3, 3}, 12, DType::f32).requires_grad_();
+  Tensor y = batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, residual);
+  Tensor grad_out = random_of({8, 2, 3, 3}, 13, DType::f32);
+  y.backward(grad_out);
+  const std::vector<double> out = values(y), g = values(grad_out), gr = values(residual.grad());
+  int zeros_seen = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    CHECK(out[i] >= 0.0);
+    CHECK(gr[i] == (out[i] > 0.0 ? g[i] : 0.0));
+    zeros_seen += out[i] == 0.0;
+  }
+  CHECK(zeros_seen > static_cast<int>(out.size()) / 4);
+}
+
+TEST_CASE("batch_norm_relu on a non-contiguous input and residual") {
+  Tensor x = raw::transpose(random_of({3, 4, 5}, 21, DType::f32), 0, 2);          // (5, 4, 3)
+  Tensor residual = raw::transpose(random_of({3, 4, 5}, 22, DType::f32), 0, 2);   // (5, 4, 3)
+  Tensor fused = batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, residual);
+  Tensor separate = relu(add(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true), residual));
+  check_equal(values(fused), values(separate), "output");
+}
+
+TEST_CASE("BatchNorm2d::forward_relu matches relu(forward(x) + residual), buffers included") {
+  for (bool training : {true, false}) {
+    INFO("training " << training);
+    nn::BatchNorm2d fused_layer(3), separate_layer(3);
+    fused_layer.train(training);
+    separate_layer.train(training);
+    for (int step = 0; step < 2; ++step) {
+      Tensor x = random_of({4, 3, 2, 2}, 30 + step, DType::f32), residual = random_of({4, 3, 2, 2}, 40 + step, DType::f32);
+      check_equal(values(fused_layer.forward_relu(x, residual)),
+                  values(relu(add(separate_layer.forward(x), residual))), "output");
+      check_equal(values(fused_layer.forward_relu(x)), values(relu(separate_layer.forward(x))), "output, no residual");
+    }
+    check_equal(values(fused_layer.running_mean), values(separate_layer.running_mean), "running_mean");
+    check_equal(values(fused_layer.running_var), values(separate_layer.running_var), "running_var");
+    CHECK(fused_layer.num_batches_tracked.item<int64_t>() == separate_layer.num_batches_tracked.item<int64_t>());
+  }
+}
+
+TEST_CASE("batch_norm_relu errors name the residual and a hint") {
+  Tensor x = zeros({4, 3, 2}), other = zeros({4, 3, 3});
+  try {
+    batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, other);
+    FAIL("a residual of another shape was accepted");
+  } catch (const ShapeError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("batch_norm_relu") != std::string::npos);
+    CHECK(msg.find("[4, 3, 3]") != std::string::npos);
+    CHECK(msg.find("[4, 3, 2]") != std::string::npos);
+  }
+  try {
+    batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, zeros({4, 3, 2}, {.dtype = DType::f64}));
+    FAIL("a residual of another dtype was accepted");
+  } catch (const DTypeError& e) {
+    CHECK(std::string(e.what()).find("float64") != std::string::npos);
+  }
+  nn::BatchNorm2d layer(3);
+  CHECK_THROWS_AS(layer.forward_relu(zeros({2, 4, 2, 2})), ShapeError);
+}
