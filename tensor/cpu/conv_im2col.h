@@ -10,10 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "tensor/cpu/conv_gemm.h"
+#include "tensor/cpu/stride2_rows.h"
 #include "tensor/cpu/window.h"
 #include "tensor/ops/conv.h"
 #include "tensor/threads.h"
@@ -92,6 +94,12 @@ void im2col(const T* src, T* col, int64_t ld, const ConvShape& s) {
             continue;
           }
           const T* in = plane + iy * s.w;
+          if constexpr (std::is_same_v<T, float> && stride2::kAvailable) {
+            if (sw == 2) {
+              stride2::gather(in, x0, s.w, s.ow, out);
+              continue;
+            }
+          }
           std::fill(out, out + lo, T(0));
           if (sw == 1) {
             std::copy(in + lo + x0, in + hi + x0, out + lo);
@@ -123,6 +131,12 @@ void col2im(const T* col, int64_t ld, T* dst, const ConvShape& s) {
           if (iy < 0 || iy >= s.h) continue;
           const T* in = row + oy * s.ow;
           T* out = plane + iy * s.w;
+          if constexpr (std::is_same_v<T, float> && stride2::kAvailable) {
+            if (sw == 2) {
+              stride2::scatter_add(in, x0, s.w, s.ow, out);
+              continue;
+            }
+          }
           for (int64_t ox = lo; ox < hi; ++ox) out[ox * sw + x0] += in[ox];
         }
       }

@@ -266,6 +266,30 @@ TEST_CASE("conv2d float32 at ResNet's stride-2 and projection shapes matches flo
   set_num_threads(before);
 }
 
+// Horizontal stride 2 gathers and scatters its rows 16 outputs at a time (tensor/cpu/stride2_rows.h), masking
+// what falls outside the input row: widths below, at and past a vector, paddings 0-2, dilation 1 and 2, and a
+// (1, 2) stride; float32 forward and both gradients agree with float64.
+TEST_CASE("conv2d float32 with horizontal stride 2 at widths around a vector matches float64") {
+  struct Case {
+    int64_t width, padding, dilation, stride_h;
+  };
+  const Case cases[] = {{7, 1, 1, 2},  {16, 0, 1, 2}, {17, 1, 1, 2}, {33, 2, 1, 2},
+                        {40, 1, 2, 2}, {35, 1, 1, 1}, {64, 1, 1, 2}};
+  for (const Case& c : cases) {
+    INFO("width " << c.width << " padding " << c.padding << " dilation " << c.dilation << " stride_h " << c.stride_h);
+    Tensor x = random({2, 3, 9, c.width}, 110, DType::f32), w = random({4, 3, 3, 3}, 111, DType::f32);
+    const Conv2dParams p{{c.stride_h, 2}, c.padding, c.dilation, 1};
+    Tensor y = raw::conv2d(x, w, {}, p.stride, p.padding, p.dilation, p.groups);
+    Tensor y64 = raw::conv2d(x.to(DType::f64), w.to(DType::f64), {}, p.stride, p.padding, p.dilation, p.groups);
+    check_close(y, y64.sizes(), to_vector<double>(y64), 1e-5);
+    Tensor gy = random(y.sizes(), 112, DType::f32);
+    Tensor gx64 = raw::conv2d_backward_input(gy.to(DType::f64), w.to(DType::f64), x.sizes(), p);
+    Tensor gw64 = raw::conv2d_backward_weight(gy.to(DType::f64), x.to(DType::f64), w.sizes(), p);
+    check_close(raw::conv2d_backward_input(gy, w, x.sizes(), p), x.sizes(), to_vector<double>(gx64), 1e-5);
+    check_close(raw::conv2d_backward_weight(gy, x, w.sizes(), p), w.sizes(), to_vector<double>(gw64), 1e-5);
+  }
+}
+
 TEST_CASE("conv2d argument errors name the op and the values") {
   Tensor x = zeros({2, 3, 5, 5}), w = zeros({4, 3, 3, 3});
   check_error<ShapeError>([&] { conv2d(zeros({3, 5, 5}), w); }, {"conv2d", "4-D input", "[3, 5, 5]", "unsqueeze"});
