@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # ResNet training throughput (images/s) of `syncgrad-train --dataset cifar10` beside PyTorch training the
-# identical architecture (bench/torch_resnet.py) with the same settings: 1 thread, data prepared in the training
+# identical architecture (bench/torch_resnet.py) with the same settings: 1 thread (SYNCGRAD_BENCH_THREADS), data prepared in the training
 # thread (--workers 0), random crop + flip + normalisation, SGD lr 0.05 momentum 0.9. There is no CIFAR-10
 # download here, so both read a CIFAR-10-format data set of random images written to a temporary directory
 # (data_batch_1..5.bin with 400 images each, test_batch.bin with 100). The two programs alternate (A B A B ...)
 # and the median ratio is quoted; each rate leaves out the first 2 steps. PyTorch: bench/peer.sh (PyTorch 2.x
 # from PyPI by default, scripts/setup-peers.sh; SYNCGRAD_PEER=debian for Debian's 1.13 with OpenBLAS).
 # Usage: bench/resnet_vs_pytorch.sh [pairs=3] [resnet20_steps=10] [resnet18_steps=6]
-# Environment: SYNCGRAD_BUILD (default build) holds tools/syncgrad-train.
+# Environment: SYNCGRAD_BUILD (default build) holds tools/syncgrad-train; SYNCGRAD_BENCH_THREADS=N runs both sides
+# with N threads (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-3}; r20_steps=${2:-10}; r18_steps=${3:-6}
@@ -33,7 +34,7 @@ EOF
 ours() {  # images/s over steps warmup+1 .. warmup+steps, from the elapsed times of the per-step CSV log
   local model=$1 batch=$2 steps=$3
   "$build/tools/syncgrad-train" --model "$model" --dataset cifar10 --data-dir "$data" --batch-size "$batch" \
-      --max-steps $((warmup + steps)) --log-every 1 --threads 1 --workers 0 --lr-schedule constant \
+      --max-steps $((warmup + steps)) --log-every 1 --threads "$threads" --workers 0 --lr-schedule constant \
       --log-file "$data/log.csv" >/dev/null
   awk -F, -v warmup="$warmup" -v last=$((warmup + steps)) -v batch="$batch" '
     NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
@@ -49,7 +50,7 @@ theirs() {
 }
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores;$cpu"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores;$cpu; $threads thread(s) each"
 printf "%-9s %5s %5s %18s %18s %8s\n" model batch pair "syncgrad images/s" "PyTorch images/s" ratio
 for spec in "resnet20 128 $r20_steps" "resnet18 64 $r18_steps"; do
   read -r model batch steps <<<"$spec"

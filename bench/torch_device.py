@@ -1,9 +1,10 @@
 """The --device switch shared by the PyTorch benchmark peers (torch_train.py, torch_resnet.py, torch_gpt.py):
-cpu keeps them on 1 thread, as the CPU benchmarks compare; cuda takes device 0 with float32 math as syncgrad's
-CUDA backend does it by default (no TF32 in cuBLAS or cuDNN, cuDNN's heuristic algorithm choice), copies
-host batches from pinned memory without blocking, synchronises the device at both ends of the timed region,
-and reports the peak memory of PyTorch's caching allocator. Not a dependency of syncgrad.
+cpu runs them on OMP_NUM_THREADS threads (1 unless set: bench/peer.sh sets it from SYNCGRAD_BENCH_THREADS);
+cuda takes device 0 with float32 math as syncgrad's CUDA backend does it by default (no TF32 in cuBLAS or
+cuDNN, cuDNN's heuristic algorithm choice), copies host batches from pinned memory without blocking,
+synchronises the device at both ends of the timed region, and reports the peak memory of PyTorch's caching allocator. Not a dependency of syncgrad.
 """
+import os
 import time
 
 import torch
@@ -12,7 +13,7 @@ import torch
 def prepare_device(name):
     """torch.device for 'cpu' or 'cuda'; exits with the reason when cuda is asked for and absent."""
     if name == "cpu":
-        torch.set_num_threads(1)
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
         return torch.device("cpu")
     if not torch.cuda.is_available():
         raise SystemExit(f"unavailable: torch {torch.__version__} sees no CUDA device (torch.cuda.is_available())")

@@ -6,7 +6,7 @@ composed from the same pieces). Not a dependency of syncgrad.
 
 Usage: torch_gpt.py train STEPS TEXT_PATH BATCH MODEL_CONFIG [LR] [--device cpu|cuda] [--warmup 10]
          trains STEPS timed steps (after the warm-up steps) with AdamW and prints 'tokens/s N loss L' (on cuda
-         followed by 'peak_device_mib D'); cpu (default): 1 thread; cuda: see torch_device.py (the batch is
+         followed by 'peak_device_mib D'); cpu (default): OMP_NUM_THREADS threads (1 unless set); cuda: see torch_device.py (the batch is
          gathered on the host, as syncgrad-train's loader does, and copied to the device)
        torch_gpt.py logits WEIGHTS.safetensors TOKENS.safetensors MODEL_CONFIG OUT.safetensors
          loads syncgrad's weights and writes the logits for the (B, T) int64 tensor 'tokens'

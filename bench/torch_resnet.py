@@ -4,7 +4,7 @@ CIFAR-10 binary batches, random crop with padding 4, horizontal flip, per-channe
 on the host in this thread, as syncgrad-train --workers 0 does), SGD lr 0.05 momentum 0.9. Times STEPS steps
 after WARMUP steps and prints 'samples/s N peak_rss_mib M cpu_samples/s C' (C: per second of CPU time, robust
 to a loaded machine; on cuda followed by 'peak_device_mib D').
---device cpu (default): 1 thread. --device cuda: see torch_device.py (the host batch is copied to the device,
+--device cpu (default): OMP_NUM_THREADS threads (1 unless set). --device cuda: see torch_device.py (the host batch is copied to the device,
 whose asynchronous work overlaps the next batch's augmentation).
 Not a dependency of syncgrad; a reference peer for benchmarks.
 Usage: torch_resnet.py resnet18|resnet20 STEPS DATA_DIR BATCH [WARMUP=2] [--device cpu|cuda]

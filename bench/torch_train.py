@@ -3,7 +3,7 @@ syncgrad-train with the same hyperparameters (SGD lr 0.05, momentum 0.9, batch 6
 a number of steps after WARMUP untimed steps and prints 'samples/s N peak_rss_mib M' (on cuda followed by
 'peak_device_mib D'). With --amp bf16 the forward and the loss run under bfloat16 autocast (on the CPU oneDNN's
 bfloat16 kernels where the CPU has AVX512_BF16).
---device cpu (default): 1 thread. --device cuda: the batch is gathered on the host, as syncgrad-train's loader
+--device cpu (default): OMP_NUM_THREADS threads (1 unless set). --device cuda: the batch is gathered on the host, as syncgrad-train's loader
 does, and copied from pinned memory without blocking; float32 math without TF32 (syncgrad's default); the
 device is synchronised at both ends of the timed steps; threads are left to PyTorch.
 Not a dependency of syncgrad; a reference peer for benchmarks.

@@ -4,7 +4,7 @@
 # default, scripts/setup-peers.sh; SYNCGRAD_PEER=debian for Debian's 1.13 with OpenBLAS). With --amp bf16 both
 # sides train under bfloat16 autocast (syncgrad-train --amp bf16; torch.autocast('cpu', dtype=torch.bfloat16)),
 # and each pair also runs syncgrad in float32 first, for the bfloat16 speed-up in the same run.
-# SYNCGRAD_BUILD_DIR picks the build (default build/).
+# SYNCGRAD_BUILD_DIR picks the build (default build/); SYNCGRAD_BENCH_THREADS the threads of both (default 1).
 # Usage: bench/train_vs_pytorch.sh [--amp off|bf16] [pairs=3] [mlp_steps=900] [cnn_steps=150]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,14 +16,15 @@ build=${SYNCGRAD_BUILD_DIR:-build}
 data=${SYNCGRAD_DATA_DIR:-/usr/share/datasets/fashion-mnist}
 . bench/peer.sh
 ours() {  # samples/s and peak RSS of syncgrad-train over the given steps (its own timing excludes start-up)
-  "$build"/tools/syncgrad-train --model "$1" --max-steps "$2" --log-every 100000 --data-dir "$data" --amp "${3:-$amp}" |
+  "$build"/tools/syncgrad-train --model "$1" --max-steps "$2" --log-every 100000 --data-dir "$data" --amp "${3:-$amp}" \
+      --threads "$threads" |
     sed -n 's/.* \([0-9]*\) samples\/s.*peak RSS \([0-9.]*\) MiB/\1 \2/p'
 }
 theirs() {
   run_peer bench/torch_train.py "$1" "$2" "$data" --amp "$amp" |
     sed -n 's/samples\/s \([0-9]*\) peak_rss_mib \([0-9]*\)/\1 \2/p'
 }
-echo "amp $amp, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
+echo "amp $amp, $threads thread(s) each, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 printf "%-5s %-5s %16s %16s %8s %14s %14s\n" model pair "syncgrad samp/s" "PyTorch samp/s" ratio "syncgrad RSS" \
   "PyTorch RSS"
 for model in mlp cnn; do
