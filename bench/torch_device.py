@@ -2,7 +2,8 @@
 cpu runs them on OMP_NUM_THREADS threads (1 unless set: bench/peer.sh sets it from SYNCGRAD_BENCH_THREADS);
 cuda takes device 0 with float32 math as syncgrad's CUDA backend does it by default (no TF32 in cuBLAS or
 cuDNN, cuDNN's heuristic algorithm choice), copies host batches from pinned memory without blocking,
-synchronises the device at both ends of the timed region, and reports the peak memory of PyTorch's caching allocator. Not a dependency of syncgrad.
+synchronises the device at both ends of the timed region, and reports the peak memory of PyTorch's caching
+allocator. Not a dependency of syncgrad.
 """
 import os
 import time
