@@ -1,10 +1,12 @@
 // syncgrad-bench gemm: the float32 GEMM paths side by side on the products of the bundled models' linear layers
-// (forward x W^T, input gradient dY W, weight gradient dY^T x): oneDNN's matmul (tensor/cpu/onednn_gemm.h),
-// the register-tiled kernels (tensor/cpu/gemm_tiled.h) and Eigen, alternating, GFLOP/s of the median of
+// (forward x W^T, input gradient dY W, weight gradient dY^T x): oneDNN's matmul primitive and its BLAS-style
+// dnnl_sgemm (tensor/cpu/onednn_gemm.h takes the second for long row-major right operands), the register-tiled
+// kernels (tensor/cpu/gemm_tiled.h) and Eigen, alternating, GFLOP/s of the median of
 // --reps samples, and which one the GEMM kernel picks. Where oneDNN is not taken (below its size threshold)
 // it is called anyway, through a primitive created here, so the threshold can be checked.
 //   syncgrad-bench gemm [--threads N] [--reps N]
 #include <Eigen/Core>
+#include <dnnl.h>
 #include <dnnl.hpp>
 
 #include <algorithm>
@@ -76,24 +78,41 @@ struct DirectOneDnn {
   }
 };
 
+// oneDNN's dnnl_sgemm on the same operands (each row-major or transposed in place).
+struct DirectSgemm {
+  char ta, tb;
+  int64_t m, n, k, lda, ldb;
+  const float *a, *b;
+  float* c;
+  DirectSgemm(const Tensor& x, const Tensor& y, const Tensor& out)
+      : ta(x.stride(1) == 1 ? 'N' : 'T'), tb(y.stride(1) == 1 ? 'N' : 'T'), m(out.size(0)), n(out.size(1)),
+        k(x.size(1)), lda(x.stride(1) == 1 ? x.stride(0) : x.stride(1)),
+        ldb(y.stride(1) == 1 ? y.stride(0) : y.stride(1)), a(x.data_ptr<float>()), b(y.data_ptr<float>()),
+        c(out.data_ptr<float>()) {}
+  void run() const { dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n); }
+};
+
 void product_row(const char* model, const char* product, const Tensor& a, const Tensor& b, int reps) {
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   const double flop = 2.0 * static_cast<double>(m * n * k);
   const int iterations = std::max(1, static_cast<int>(2e8 / flop));
-  Tensor tiled_out = empty({m, n}), onednn_out = empty({m, n});
+  Tensor tiled_out = empty({m, n}), onednn_out = empty({m, n}), sgemm_out = empty({m, n});
   const Tensor ca = raw::contiguous(a), cb = raw::contiguous(b);
   const RowMatrix ea = Eigen::Map<const RowMatrix>(ca.data_ptr<float>(), m, k);
   const RowMatrix eb = Eigen::Map<const RowMatrix>(cb.data_ptr<float>(), k, n);
   RowMatrix ec(m, n);
   DirectOneDnn onednn(a, b, onednn_out);
+  const DirectSgemm sgemm(a, b, sgemm_out);
   const bool tiled_takes = cpu::gemm_tiled_f32(tiled_out, a, b, Scalar(1.0), Scalar(0.0));
   auto run_tiled = [&] { cpu::gemm_tiled_f32(tiled_out, a, b, Scalar(1.0), Scalar(0.0)); };
   auto run_eigen = [&] { ec.noalias() = ea * eb; };
-  std::vector<double> t_onednn, t_tiled, t_eigen;
+  std::vector<double> t_onednn, t_sgemm, t_tiled, t_eigen;
   onednn.run();
+  sgemm.run();
   run_eigen();
   for (int r = 0; r < reps; ++r) {
     t_onednn.push_back(seconds(iterations, [&] { onednn.run(); }));
+    t_sgemm.push_back(seconds(iterations, [&] { sgemm.run(); }));
     if (tiled_takes) t_tiled.push_back(seconds(iterations, run_tiled));
     t_eigen.push_back(seconds(iterations, run_eigen));
   }
@@ -105,8 +124,8 @@ void product_row(const char* model, const char* product, const Tensor& a, const 
   char shape[48];
   std::snprintf(shape, sizeof shape, "%ldx%ldx%ld", static_cast<long>(m), static_cast<long>(k), static_cast<long>(n));
   std::string tiled = tiled_takes ? std::to_string(static_cast<int>(gflops(t_tiled) + 0.5)) : "-";
-  std::printf("%-11s %-8s %-16s %9.0f %9s %9.0f   %s\n", model, product, shape, gflops(t_onednn), tiled.c_str(),
-              gflops(t_eigen), picked);
+  std::printf("%-11s %-8s %-16s %9.0f %9.0f %9s %9.0f   %s\n", model, product, shape, gflops(t_onednn),
+              gflops(t_sgemm), tiled.c_str(), gflops(t_eigen), picked);
 }
 
 }  // namespace
@@ -130,7 +149,8 @@ int bench_gemm_main(int argc, char** argv) {
   }
   set_num_threads(threads);
   std::printf("float32 GEMM GFLOP/s, %d thread(s), median of %d; product m x k x n\n", threads, reps);
-  std::printf("%-11s %-8s %-16s %9s %9s %9s   %s\n", "model", "product", "shape", "oneDNN", "tiled", "Eigen", "picked");
+  std::printf("%-11s %-8s %-16s %9s %9s %9s %9s   %s\n", "model", "product", "shape", "matmul", "sgemm", "tiled",
+              "Eigen", "picked");
   for (const LinearShape& s : kShapes) {
     Generator gen(1);
     const Tensor x = randn({s.rows, s.in}, {}, &gen), w = randn({s.out, s.in}, {}, &gen),

@@ -1,9 +1,10 @@
-// oneDNN matmul primitives for float32 and bfloat16 GEMMs, cached by data type, shape, strides and accumulation,
-// and the choice of oneDNN for bfloat16 products.
+// oneDNN's GEMMs: dnnl_sgemm for float32 products, matmul primitives (cached by data type, shape, strides,
+// accumulation and bias) for bfloat16 ones and for float32 ones with a bias; and the choice of oneDNN for
+// bfloat16 products.
 #include "tensor/cpu/onednn_gemm.h"
 
+#include <dnnl.h>
 #include <dnnl.hpp>
-
 
 #include <algorithm>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <tuple>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -24,8 +26,11 @@ namespace {
 // register-tiled kernels on one thread and 1.1-1.4x faster on two (syncgrad-bench gemm); below it a primitive's
 // fixed cost (~2 us per call) weighs more.
 constexpr int64_t kMinMultiplyAdds = int64_t{1} << 22;
-// A row-major B with rows this long is read in place by oneDNN 2.6's matmul and ran at 55 GFLOP/s on a 12 x 768
-// GPT's 3072 -> 768 layer (input and weight gradients) where Eigen, which packs B, ran at 86-118: Eigen's.
+// A row-major B with rows this long is read in place by oneDNN 2.6's matmul primitive, which ran a 12 x 768 GPT's
+// 3072 -> 768 layer (input and weight gradients) at 55-60 GFLOP/s, where its BLAS-style dnnl_sgemm, which packs
+// B, ran them at 127-135 (docs/BENCHMARKS.md, "float32 GEMM"). float32 products without a bias therefore run on
+// dnnl_sgemm (on the other shapes of the bundled models it was as fast as the primitive or faster: 12 x 768 GPT
+// products 121-143 against 94-131); a bias needs the primitive, which such a B leaves to the caller's kernels.
 constexpr int64_t kMaxRowMajorB = 2048;
 constexpr size_t kMaxCachedPrimitives = 512;
 
@@ -82,10 +87,32 @@ struct Operand {
   int64_t rows, cols;
 };
 
-// c (m, n), rows ldc apart, (+)= a @ b (+ bias (n) on every row, when given) on the cached primitive; false when
-// oneDNN refuses the layout.
+bool long_row_major(const Operand& b) { return b.cols == 1 && b.rows >= kMaxRowMajorB; }
+
+// c (m, n), rows ldc apart, (+)= a @ b in float32 through dnnl_sgemm (row-major, each operand with a unit stride
+// along one dim); false for other layouts.
+bool run_sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64_t ldc, bool accumulate) {
+  // 'N' with the row stride as leading dimension, or 'T' (the transpose of a row-major matrix) with the column's.
+  auto layout = [](const Operand& x) -> std::optional<std::pair<char, int64_t>> {
+    if (x.cols == 1) return std::pair{'N', x.rows};
+    if (x.rows == 1) return std::pair{'T', x.cols};
+    return std::nullopt;
+  };
+  const auto la = layout(a), lb = layout(b);
+  if (!la || !lb) return false;
+  return dnnl_sgemm(la->first, lb->first, m, n, k, 1.0f, static_cast<const float*>(a.data), la->second,
+                    static_cast<const float*>(b.data), lb->second, accumulate ? 1.0f : 0.0f, static_cast<float*>(c),
+                    ldc) == dnnl_success;
+}
+
+// c (m, n), rows ldc apart, (+)= a @ b (+ bias (n) on every row, when given): float32 without a bias on
+// dnnl_sgemm, the rest on the cached primitive; false when oneDNN refuses the layout.
 bool run_matmul(DataType type, int64_t m, int64_t n, int64_t k, Operand a, Operand b, void* c, int64_t ldc,
                 bool accumulate, const void* bias = nullptr) {
+  if (type == DataType::f32 && bias == nullptr && run_sgemm(m, n, k, a, b, static_cast<float*>(c), ldc, accumulate)) {
+    return true;
+  }
+  if (long_row_major(b)) return false;
   const auto matmul = primitive_for({type, m, n, k, a.rows, a.cols, b.rows, b.cols, ldc, accumulate, bias != nullptr});
   if (!matmul) return false;
   const auto& engine = cpu_engine();
@@ -132,7 +159,7 @@ std::optional<DataType> tensor_product_type(const Tensor& out, const Tensor& a, 
   if ((dtype != DType::f32 && dtype != DType::bf16) || a.dtype() != dtype || b.dtype() != dtype) return std::nullopt;
   if (out.dim() != 2 || !out.is_contiguous()) return std::nullopt;
   const int64_t m = out.size(0), n = out.size(1), k = a.size(1);
-  if (m * n * k < kMinMultiplyAdds || (b.stride(1) == 1 && b.stride(0) >= kMaxRowMajorB)) return std::nullopt;
+  if (m * n * k < kMinMultiplyAdds) return std::nullopt;
   return dtype == DType::f32 ? DataType::f32 : DataType::bf16;
 }
 
