@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # syncgrad-bench's entry point: --help lists every subcommand with one line each, an unknown or missing
 # subcommand fails with exit status 2 and names the valid ones, a bad option of a subcommand is refused,
-# `cuda` either loads its module or says that this build has none, and quick `core` and `gemm` runs print their
-# tables.
+# `cuda` either loads its module or says that this build has none, and quick `core`, `gemm` and `resnet` runs
+# print their tables.
 # Usage: test_bench_cli.sh path/to/syncgrad-bench
 set -u
 bin="$1"
@@ -43,9 +43,16 @@ check "gemm names the refused argument" grep -q "gemm: unknown or incomplete arg
 out=$("$bin" gemm --reps 1 2>&1); status=$?
 echo "$out"
 check "gemm --reps 1 exits 0" test $status -eq 0
-check "gemm prints its table" grep -qE "^model +product +shape +oneDNN +tiled +Eigen +picked" <<<"$out"
+check "gemm prints its table" grep -qE "^model +product +shape +matmul +sgemm +tiled +Eigen +picked" <<<"$out"
 check "gemm times the three products of 9 layers" test "$(grep -cE ' (oneDNN|tiled|Eigen)$' <<<"$out")" -eq 27
 check "gemm: the 12 x 768 GPT's forward goes to oneDNN" grep -qE "^gpt 12x768 +forward +512x768x3072 .* oneDNN$" <<<"$out"
+
+out=$("$bin" resnet --batch 4 --reps 1 2>&1); status=$?
+echo "$out"
+check "resnet --batch 4 --reps 1 exits 0" test $status -eq 0
+check "resnet prints the whole step" grep -qE "^whole step +[0-9.]+ +100%" <<<"$out"
+check "resnet times ResNet-20's six fused normalisation shapes beside the separate ops" \
+  test "$(grep -cE '^bn \+ (add \+ )?relu fwd\+bwd 4x[0-9x]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x$' <<<"$out")" -eq 6
 
 out=$("$bin" cuda --help 2>&1); status=$?
 echo "$out"
