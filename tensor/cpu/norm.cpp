@@ -1,7 +1,9 @@
-// CPU batch norm and layer norm kernels. Statistics are two-pass (mean, then centred squares) in double;
-// the elementwise parts run in opmath (float for f32 and the half types, double for f64) as one fused
-// scale-and-shift per element. Work is split over channels (batch norm), rows (layer norm) or features
-// (layer norm parameter gradients), so every sum has a fixed order whatever the thread count.
+// CPU batch norm and layer norm kernels, and batch norm fused with a residual add and a ReLU (batch_norm_relu).
+// Statistics are two-pass (mean, then centred squares) in double; the elementwise parts run in opmath (float for
+// f32 and the half types, double for f64) as one fused scale-and-shift per element. Batch norm handles a group of
+// channels start to end (statistics or gradient sums, then the elementwise pass) while the group is in cache.
+// Work is split over channels (batch norm), rows (layer norm) or features (layer norm parameter gradients), so
+// every sum has a fixed order whatever the thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
