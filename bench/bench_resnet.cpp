@@ -2,9 +2,10 @@
 // distinct conv shape of the model (forward, grad input, grad weight; times its number of uses), the fused batch
 // norm + ReLU and batch norm + residual add + ReLU (forward and backward) on the step's own shapes, then the whole
 // step (forward, cross entropy, backward, SGD with momentum). After the table, the fused ops beside the separate
-// ones they replace (batch_norm, add, relu), alternated call by call. Times are thread CPU time, so a busy machine slows
-// the figures less than wall time would; each is the fastest of --reps calls after a warm-up. GFLOP/s counts a
-// direct convolution's 2 * C_out * C_in * kH * kW * OH * OW * N FLOPs, so Winograd layers can exceed the FMA peak.
+// ones they replace (batch_norm, add, relu), alternated call by call. Times are thread CPU time, so a busy
+// machine slows the figures less than wall time would; each is the fastest of --reps calls after a warm-up.
+// GFLOP/s counts a direct convolution's 2 * C_out * C_in * kH * kW * OH * OW * N FLOPs, so Winograd layers can
+// exceed the FMA peak.
 //   syncgrad-bench resnet [--model resnet18|resnet20] [--batch N] [--reps N]
 #include <malloc.h>
 #include <time.h>

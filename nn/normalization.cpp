@@ -66,6 +66,10 @@ Tensor BatchNorm::forward(const Tensor& input) {
 }
 
 Tensor BatchNorm::forward_relu(const Tensor& input, const Tensor& residual) {
+  // The fused op refuses a residual of another shape; the three ops would broadcast one.
+  SYNCGRAD_CHECK(!residual.defined() || residual.sizes() == input.sizes(), ShapeError, type_name(),
+                 ".forward_relu: residual of shape ", shape_str(residual.sizes()), " for input of shape ",
+                 shape_str(input.sizes()), "; the residual is added elementwise, so the shapes must match");
   if (is_training() && stats_sync_) {
     const Tensor normalised = forward(input);
     return relu(residual.defined() ? add(normalised, residual) : normalised);

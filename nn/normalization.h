@@ -29,8 +29,7 @@ class BatchNorm : public Module {
  public:
   Tensor forward(const Tensor& input) override;
   // relu(forward(input) + residual) (residual: undefined, or input's shape): the same values, running statistics
-  // and gradients as the three ops, computed in one pass over memory each way (batch_norm_relu), except under a
-  // stats sync, which runs the three ops.
+  // and gradients as the three ops, fused (batch_norm_relu), except under a stats sync, which runs the three ops.
   Tensor forward_relu(const Tensor& input, const Tensor& residual = {});
   // With a sync set, training-mode forwards take their statistics from every process's batch
   // (distributed::convert_sync_batchnorm sets it); null restores per-process statistics.

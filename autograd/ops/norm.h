@@ -14,9 +14,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   const Tensor& weight = {}, const Tensor& bias = {}, bool training = false, double momentum = 0.1,
                   double eps = 1e-5);
 
-// relu(batch_norm(input, ...) + residual), as the three ops (residual: undefined, or input's shape), in one pass
-// over memory forward and one backward where the device has the fused kernels (the CPU). Backward finds where the
-// relu let the gradient through from the output, which it keeps (the next layer's input: no extra memory).
+// relu(batch_norm(input, ...) + residual), as the three ops (residual: undefined, or input's shape), without their
+// intermediate tensors where the device has the fused kernels (the CPU: each group of channels is normalised,
+// added to and clamped while it is in cache). Backward finds where the relu let the gradient through from the
+// output, which it keeps (the next layer's input: no extra memory).
 // Gradients flow to input, weight, bias and residual.
 Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                        const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,

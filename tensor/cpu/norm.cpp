@@ -324,8 +324,9 @@ void batch_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_wei
                                 const Tensor& grad_out, const Tensor& input, const Tensor& save_mean,
                                 const Tensor& save_invstd, const Tensor& weight, bool training) {
   visit_floating(input.dtype(), "batch_norm_backward", [&]<class T>() {
-    batch_norm_backward_impl<T>(grad_input, grad_weight, grad_bias, Tensor(), static_cast<const T*>(grad_out.data_ptr()),
-                                nullptr, input, save_mean, save_invstd, weight, training);
+    batch_norm_backward_impl<T>(grad_input, grad_weight, grad_bias, Tensor(),
+                                static_cast<const T*>(grad_out.data_ptr()), nullptr, input, save_mean, save_invstd,
+                                weight, training);
   });
 }
 

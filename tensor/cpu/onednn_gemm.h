@@ -1,8 +1,9 @@
-// Matrix products through oneDNN's matmul primitive (Debian's libdnnl). float32: on the shapes of linear layers
-// at 512 rows and more it runs at 1.1-2.5x the register-tiled kernels of gemm_tiled.h on the Intel
-// Xeon measured (docs/BENCHMARKS.md, "float32 GEMM: oneDNN beside the own kernels"). Primitives are created once
-// per shape and layout and kept; oneDNN shares the intra-op OpenMP threads (inside a parallel region it runs on
-// the calling thread alone). bfloat16: on CPUs with AMX, where oneDNN runs it on the tiles.
+// Matrix products through oneDNN (Debian's libdnnl): its BLAS-style dnnl_sgemm for float32 products without a
+// bias whose operands have a unit stride along one dim, its matmul primitive for the others. float32: on the
+// shapes of linear layers at 512 rows and more it runs at 1.1-2.5x the register-tiled kernels of gemm_tiled.h on
+// the Intel Xeon measured (docs/BENCHMARKS.md, "float32 GEMM: oneDNN beside the own kernels"). Primitives are
+// created once per shape and layout and kept; oneDNN shares the intra-op OpenMP threads (inside a parallel region
+// it runs on the calling thread alone). bfloat16: on CPUs with AMX, where oneDNN runs it on the tiles.
 #pragma once
 
 #include "tensor/scalar.h"

@@ -87,8 +87,8 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const
                               const Tensor& save_invstd, const Tensor& weight, bool training,
                               const NormGradRequest& request);
 
-// relu(batch_norm(input, ...) + residual) in one pass over memory where the device has the fused kernel (the
-// CPU), else through the separate ops; residual: undefined, or input's shape and dtype. The result's save_* are
+// relu(batch_norm(input, ...) + residual) in one fused kernel where the device has it (the CPU), else through the
+// separate ops; residual: undefined, or input's shape and dtype. The result's save_* are
 // batch_norm's.
 BatchNormResult batch_norm_relu(const Tensor& input, const Tensor& residual, const Tensor& running_mean,
                                 const Tensor& running_var, const Tensor& weight, const Tensor& bias, bool training,

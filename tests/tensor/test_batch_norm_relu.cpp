@@ -30,7 +30,8 @@ Run run(bool fused, DType dtype, bool training, bool affine, bool with_residual,
   Tensor w = affine ? random_of({c}, 2, dtype).requires_grad_() : Tensor();
   Tensor b = affine ? random_of({c}, 3, dtype).requires_grad_() : Tensor();
   Tensor residual = with_residual ? random_of(x_source.sizes(), 4, dtype).requires_grad_() : Tensor();
-  Tensor running_mean = random_of({c}, 5, DType::f32), running_var = raw::add(raw::abs(random_of({c}, 6, DType::f32)), 0.5);
+  Tensor running_mean = random_of({c}, 5, DType::f32);
+  Tensor running_var = raw::add(raw::abs(random_of({c}, 6, DType::f32)), 0.5);
   Tensor y = fused ? batch_norm_relu(x, running_mean, running_var, w, b, training, 0.1, 1e-5, residual)
                    : relu(with_residual ? add(batch_norm(x, running_mean, running_var, w, b, training), residual)
                                         : batch_norm(x, running_mean, running_var, w, b, training));
@@ -41,6 +42,21 @@ Run run(bool fused, DType dtype, bool training, bool affine, bool with_residual,
   CHECK(y.dtype() == dtype);
   CHECK(x.grad().dtype() == dtype);
   return r;
+}
+
+// Calls f, which must throw E with a message holding every part.
+template <class E, class F>
+void check_error(F&& f, std::initializer_list<std::string> parts) {
+  try {
+    f();
+    FAIL("no exception");
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    for (const std::string& part : parts) {
+      INFO(msg);
+      CHECK(msg.find(part) != std::string::npos);
+    }
+  }
 }
 
 void check_equal(const std::vector<double>& fused, const std::vector<double>& separate, const char* what) {
@@ -61,7 +77,8 @@ TEST_CASE("batch_norm_relu equals relu(batch_norm(x) + residual): output, runnin
       for (bool training : {true, false}) {
         for (bool affine : {true, false}) {
           for (bool with_residual : {true, false}) {
-            INFO(shape_str(shape) << " " << std::string(dtype_name(dtype)) << " training " << training << " affine " << affine
+            INFO(shape_str(shape) << " " << std::string(dtype_name(dtype)) << " training " << training
+                                  << " affine " << affine
                                   << " residual " << with_residual);
             const Tensor x = random_of(shape, 1, DType::f64);
             const Run fused = run(true, dtype, training, affine, with_residual, x);
@@ -112,7 +129,8 @@ TEST_CASE("BatchNorm2d::forward_relu matches relu(forward(x) + residual), buffer
     fused_layer.train(training);
     separate_layer.train(training);
     for (int step = 0; step < 2; ++step) {
-      Tensor x = random_of({4, 3, 2, 2}, 30 + step, DType::f32), residual = random_of({4, 3, 2, 2}, 40 + step, DType::f32);
+      Tensor x = random_of({4, 3, 2, 2}, 30 + step, DType::f32);
+      Tensor residual = random_of({4, 3, 2, 2}, 40 + step, DType::f32);
       check_equal(values(fused_layer.forward_relu(x, residual)),
                   values(relu(add(separate_layer.forward(x), residual))), "output");
       check_equal(values(fused_layer.forward_relu(x)), values(relu(separate_layer.forward(x))), "output, no residual");
@@ -124,22 +142,17 @@ TEST_CASE("BatchNorm2d::forward_relu matches relu(forward(x) + residual), buffer
 }
 
 TEST_CASE("batch_norm_relu errors name the residual and a hint") {
-  Tensor x = zeros({4, 3, 2}), other = zeros({4, 3, 3});
-  try {
-    batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, other);
-    FAIL("a residual of another shape was accepted");
-  } catch (const ShapeError& e) {
-    const std::string msg = e.what();
-    CHECK(msg.find("batch_norm_relu") != std::string::npos);
-    CHECK(msg.find("[4, 3, 3]") != std::string::npos);
-    CHECK(msg.find("[4, 3, 2]") != std::string::npos);
-  }
-  try {
-    batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, zeros({4, 3, 2}, {.dtype = DType::f64}));
-    FAIL("a residual of another dtype was accepted");
-  } catch (const DTypeError& e) {
-    CHECK(std::string(e.what()).find("float64") != std::string::npos);
-  }
+  Tensor x = zeros({4, 3, 2});
+  auto with_residual = [&](const Tensor& residual) {
+    batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, residual);
+  };
+  check_error<ShapeError>([&] { with_residual(zeros({4, 3, 3})); },
+                          {"batch_norm_relu", "[4, 3, 3]", "[4, 3, 2]", "must match"});
+  check_error<DTypeError>([&] { with_residual(zeros({4, 3, 2}, {.dtype = DType::f64})); },
+                          {"batch_norm_relu", "float64", ".to()"});
   nn::BatchNorm2d layer(3);
   CHECK_THROWS_AS(layer.forward_relu(zeros({2, 4, 2, 2})), ShapeError);
+  // A residual that the separate add would broadcast is refused too, naming the layer and both shapes.
+  check_error<ShapeError>([&] { layer.forward_relu(zeros({2, 3, 2, 2}), zeros({3, 1, 1})); },
+                          {"BatchNorm2d.forward_relu", "[3, 1, 1]", "[2, 3, 2, 2]"});
 }

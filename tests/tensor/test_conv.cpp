@@ -233,6 +233,26 @@ TEST_CASE("conv2d with several intra-op threads gives the one-thread results") {
   }
 }
 
+namespace {
+
+// The float32 forward (x, w, optional bias b) and both gradients (of a random output gradient) under params p
+// agree with the float64 ones on the same values, to `tol` relative.
+void check_float32_against_float64(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
+                                   double tol) {
+  const Tensor b64 = b.defined() ? b.to(DType::f64) : Tensor();
+  const Tensor y = raw::conv2d(x, w, b, p.stride, p.padding, p.dilation, p.groups);
+  const Tensor y64 =
+      raw::conv2d(x.to(DType::f64), w.to(DType::f64), b64, p.stride, p.padding, p.dilation, p.groups);
+  check_close(y, y64.sizes(), to_vector<double>(y64), tol);
+  const Tensor gy = random(y.sizes(), 103, DType::f32);
+  const Tensor gx64 = raw::conv2d_backward_input(gy.to(DType::f64), w.to(DType::f64), x.sizes(), p);
+  const Tensor gw64 = raw::conv2d_backward_weight(gy.to(DType::f64), x.to(DType::f64), w.sizes(), p);
+  check_close(raw::conv2d_backward_input(gy, w, x.sizes(), p), x.sizes(), to_vector<double>(gx64), tol);
+  check_close(raw::conv2d_backward_weight(gy, x, w.sizes(), p), w.sizes(), to_vector<double>(gw64), tol);
+}
+
+}  // namespace
+
 // float32 convolutions off the Winograd/implicit paths with large products multiply on oneDNN over chunks of
 // images (tensor/cpu/conv.cpp), the others and float64 on the register tiles. At ResNet-18's stride-2 and
 // 1x1-projection shapes and one that spans two chunks (9 images, 7 to a chunk), on 1 and 2 threads, float32
@@ -249,18 +269,8 @@ TEST_CASE("conv2d float32 at ResNet's stride-2 and projection shapes matches flo
     set_num_threads(threads);
     for (const Case& c : cases) {
       INFO("threads " << threads << " weight " << c.weight[0] << "x" << c.weight[1] << "x" << c.weight[2]);
-      Tensor x = random(c.input, 100, DType::f32), w = random(c.weight, 101, DType::f32);
-      Tensor b = random({c.weight[0]}, 102, DType::f32);
-      const Conv2dParams p{2, c.padding, 1, 1};
-      Tensor y = raw::conv2d(x, w, b, p.stride, p.padding, p.dilation, p.groups);
-      Tensor y64 = raw::conv2d(x.to(DType::f64), w.to(DType::f64), b.to(DType::f64), p.stride, p.padding, p.dilation,
-                               p.groups);
-      check_close(y, y64.sizes(), to_vector<double>(y64), 1e-4);
-      Tensor gy = random(y.sizes(), 103, DType::f32);
-      Tensor gx64 = raw::conv2d_backward_input(gy.to(DType::f64), w.to(DType::f64), x.sizes(), p);
-      Tensor gw64 = raw::conv2d_backward_weight(gy.to(DType::f64), x.to(DType::f64), w.sizes(), p);
-      check_close(raw::conv2d_backward_input(gy, w, x.sizes(), p), x.sizes(), to_vector<double>(gx64), 1e-4);
-      check_close(raw::conv2d_backward_weight(gy, x, w.sizes(), p), w.sizes(), to_vector<double>(gw64), 1e-4);
+      check_float32_against_float64(random(c.input, 100, DType::f32), random(c.weight, 101, DType::f32),
+                                    random({c.weight[0]}, 102, DType::f32), {2, c.padding, 1, 1}, 1e-4);
     }
   }
   set_num_threads(before);
@@ -277,16 +287,8 @@ TEST_CASE("conv2d float32 with horizontal stride 2 at widths around a vector mat
                         {40, 1, 2, 2}, {35, 1, 1, 1}, {64, 1, 1, 2}};
   for (const Case& c : cases) {
     INFO("width " << c.width << " padding " << c.padding << " dilation " << c.dilation << " stride_h " << c.stride_h);
-    Tensor x = random({2, 3, 9, c.width}, 110, DType::f32), w = random({4, 3, 3, 3}, 111, DType::f32);
-    const Conv2dParams p{{c.stride_h, 2}, c.padding, c.dilation, 1};
-    Tensor y = raw::conv2d(x, w, {}, p.stride, p.padding, p.dilation, p.groups);
-    Tensor y64 = raw::conv2d(x.to(DType::f64), w.to(DType::f64), {}, p.stride, p.padding, p.dilation, p.groups);
-    check_close(y, y64.sizes(), to_vector<double>(y64), 1e-5);
-    Tensor gy = random(y.sizes(), 112, DType::f32);
-    Tensor gx64 = raw::conv2d_backward_input(gy.to(DType::f64), w.to(DType::f64), x.sizes(), p);
-    Tensor gw64 = raw::conv2d_backward_weight(gy.to(DType::f64), x.to(DType::f64), w.sizes(), p);
-    check_close(raw::conv2d_backward_input(gy, w, x.sizes(), p), x.sizes(), to_vector<double>(gx64), 1e-5);
-    check_close(raw::conv2d_backward_weight(gy, x, w.sizes(), p), w.sizes(), to_vector<double>(gw64), 1e-5);
+    check_float32_against_float64(random({2, 3, 9, c.width}, 110, DType::f32), random({4, 3, 3, 3}, 111, DType::f32),
+                                  Tensor(), {{c.stride_h, 2}, c.padding, c.dilation, 1}, 1e-5);
   }
 }
 
