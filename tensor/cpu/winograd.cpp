@@ -20,11 +20,11 @@
 namespace syncgrad::cpu::winograd {
 namespace {
 
-// The sizes of one kernel size R's tiling.
-template <int R>
+// The sizes of the tiling of an R x R kernel on M x M output tiles.
+template <int R, int M>
 struct Sizes {
-  static constexpr int kOut = Tiling<R>::kOut;                    // m: output tile side
-  static constexpr int kPatch = Tiling<R>::kPatch;                // m + R - 1: patch side
+  static constexpr int kOut = Tiling<R, M>::kOut;                 // m: output tile side
+  static constexpr int kPatch = Tiling<R, M>::kPatch;             // m + R - 1: patch side
   static constexpr int64_t kProducts = int64_t{kPatch} * kPatch;  // positions of a transformed tile
   static constexpr int64_t kPad = R / 2;                          // the convolution's padding
 };
@@ -150,9 +150,9 @@ inline void copy_row(const float* src, int64_t n, float* dst) {
 // wide, more on the right and at the bottom where tiles stick out), followed by a zero plane per channel for the
 // padding tiles. Only the rows that the chunk's patches cover are written, and of the zero plane the rows of one
 // patch when there are padding tiles.
-template <int R>
+template <int R, int M>
 void border(const float* src, int64_t channels, const Chunk& c, const Geometry& g, float* dst) {
-  constexpr int64_t pad = Sizes<R>::kPad;
+  constexpr int64_t pad = Sizes<R, M>::kPad;
   const int64_t stack = (c.images + 1) * g.plane;
   for (int64_t ch = 0; ch < channels; ++ch) {
     for (int64_t i = 0; i < c.images; ++i) {
@@ -173,9 +173,15 @@ void border(const float* src, int64_t channels, const Chunk& c, const Geometry& 
     }
     if (c.padded > c.tiles) {
       float* zero = dst + ch * stack + c.images * g.plane;
-      std::fill(zero, zero + Sizes<R>::kPatch * g.bw, 0.0f);
+      std::fill(zero, zero + Sizes<R, M>::kPatch * g.bw, 0.0f);
     }
   }
+}
+
+// Per-thread scratch for border(): the stack (channels, images + 1, plane) and a vector beyond it, read by the
+// gathered rows of 6-pixel patches (8 floats each; the last two are not used).
+float* bordered_scratch(int64_t channels, const Chunk& c, const Geometry& g) {
+  return scratch<float, 10>(channels * (c.images + 1) * g.plane + kLanes);
 }
 
 // Calls f.operator()<Segment>() with the chunk's segment as a compile-time constant (always 0 for tiles of a side
@@ -196,18 +202,18 @@ void with_segment(const Chunk& c, const F& f) {
 
 // v (products, channels, ld) <- every tile's input-transformed patch B^T d B in every channel of the bordered
 // stack.
-template <int R>
+template <int R, int M>
 void transform_inputs(const float* bordered, int64_t channels, const Chunk& c, const Geometry& g,
                       const ProductArray& layout, float* v) {
-  constexpr int n = Sizes<R>::kPatch;
+  constexpr int n = Sizes<R, M>::kPatch;
   const int64_t stack = (c.images + 1) * g.plane;
-  with_segment<Sizes<R>::kOut>(c, [&]<int Segment>() {
+  with_segment<Sizes<R, M>::kOut>(c, [&]<int Segment>() {
     for (int64_t ch = 0; ch < channels; ++ch) {
       const float* base = bordered + ch * stack;
       for (int64_t t0 = 0; t0 < c.padded; t0 += kLanes) {
         float* product = v + layout.at(0, ch) + t0;
         two_sided<n, n, V>([&](int r, V* row) { load_row<Segment, n>(base + r * g.bw, c.patch.data() + t0, row); },
-                           Tiling<R>::input, [&](int, int, const V& value) {
+                           Tiling<R, M>::input, [&](int, int, const V& value) {
                              conv_gemm::store(product, value);
                              product = opaque_step(product, layout.stride);
                            });
@@ -233,9 +239,9 @@ void product_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
 // Tiles per chunk: about enough that the transformed data is 256 KiB (it then stays in L2) and at least
 // min(C_in, C_out) so that the filter bank (products x C_out x C_in floats) is read no more often than the data;
 // rounded up to whole images, then to whole vectors.
-template <int R>
+template <int R, int M>
 int64_t tiles_per_chunk(const Geometry& g, int64_t batch, int64_t c_in, int64_t c_out) {
-  const int64_t wanted = std::max<int64_t>((int64_t{256} << 10) / (4 * Sizes<R>::kProducts * std::max(c_in, c_out)),
+  const int64_t wanted = std::max<int64_t>((int64_t{256} << 10) / (4 * Sizes<R, M>::kProducts * std::max(c_in, c_out)),
                                            std::min(c_in, c_out));
   const int64_t images = std::clamp<int64_t>((wanted + g.tiles_per_image - 1) / g.tiles_per_image, 1, batch);
   return padded<float>(images * g.tiles_per_image);
@@ -271,15 +277,15 @@ int64_t output_block(int64_t products, int64_t c_in, int64_t c_out, int64_t ld) 
 
 // The forward of one chunk: all its tiles are transformed, then per block of output channels each product's
 // GEMM reads its filters once and the products are transformed back.
-template <int R>
+template <int R, int M>
 void forward_chunk(const float* bordered, int64_t c_in, const float* u, const float* bias, float* out,
                    int64_t c_out, const Chunk& c, const Geometry& g) {
-  constexpr int n = Sizes<R>::kPatch, m_out = Sizes<R>::kOut;
-  constexpr int64_t products = Sizes<R>::kProducts;
+  constexpr int n = Sizes<R, M>::kPatch, m_out = Sizes<R, M>::kOut;
+  constexpr int64_t products = Sizes<R, M>::kProducts;
   const int64_t plane_out = g.h * g.w, block = output_block(products, c_in, c_out, c.ld);
   const ProductArray v_layout(c_in, c.ld), m_layout(block, c.ld);
   float* v = scratch<float, 11>(v_layout.size(products));
-  transform_inputs<R>(bordered, c_in, c, g, v_layout, v);
+  transform_inputs<R, M>(bordered, c_in, c, g, v_layout, v);
   float* m = scratch<float, 12>(m_layout.size(products));
   for (int64_t co0 = 0; co0 < c_out; co0 += block) {
     const int64_t rows = std::min(block, c_out - co0);
@@ -287,7 +293,7 @@ void forward_chunk(const float* bordered, int64_t c_in, const float* u, const fl
       product_gemm(rows, c.padded, c_in, u + (k * c_out + co0) * c_in, c_in, v + v_layout.at(k, 0), c.ld,
                    m + m_layout.at(k, 0), c.ld, false);
     }
-    with_segment<Sizes<R>::kOut>(c, [&]<int Segment>() {
+    with_segment<Sizes<R, M>::kOut>(c, [&]<int Segment>() {
       for (int64_t co = co0; co < co0 + rows; ++co) {
         const float b = bias != nullptr ? bias[co] : 0.0f;
         const float* m_co = m + m_layout.at(0, co - co0);
@@ -301,7 +307,7 @@ void forward_chunk(const float* bordered, int64_t c_in, const float* u, const fl
                   row[i] = conv_gemm::load(product);
                 }
               },
-              Tiling<R>::output, [&](int i, int j, const V& value) { y[j * m_out + i] = value + b; });
+              Tiling<R, M>::output, [&](int i, int j, const V& value) { y[j * m_out + i] = value + b; });
           store_blocks<Segment, m_out>(out + co * plane_out, g.w, c.block.data() + t0, c.extent.data() + t0, y,
                                        static_cast<int>(std::min(kLanes, c.tiles - t0)));
         }
@@ -312,14 +318,14 @@ void forward_chunk(const float* bordered, int64_t c_in, const float* u, const fl
 
 // out (N, c_out, h, w) = the convolution of in (N, c_in, h, w) with the transformed filters
 // u (products, c_out, c_in), plus bias (c_out; may be null).
-template <int R>
+template <int R, int M>
 void run_forward(const float* in, int64_t c_in, const float* u, const float* bias, float* out, int64_t c_out,
                  int64_t batch, const Geometry& g) {
-  for_chunks(g, batch, tiles_per_chunk<R>(g, batch, c_in, c_out), c_out, [&](const Chunk& c, RunPosition) {
-    float* bordered = scratch<float, 10>(c_in * (c.images + 1) * g.plane);
-    border<R>(in, c_in, c, g, bordered);
+  for_chunks(g, batch, tiles_per_chunk<R, M>(g, batch, c_in, c_out), c_out, [&](const Chunk& c, RunPosition) {
+    float* bordered = bordered_scratch(c_in, c, g);
+    border<R, M>(in, c_in, c, g, bordered);
     float* out_chunk = out + c.first * c_out * g.h * g.w;
-    forward_chunk<R>(bordered, c_in, u, bias, out_chunk, c_out, c, g);
+    forward_chunk<R, M>(bordered, c_in, u, bias, out_chunk, c_out, c, g);
   });
 }
 
@@ -330,10 +336,10 @@ constexpr int64_t kFilters = 8;
 // u (products, rows, cols) <- the transformed RxR filters G g G^T; filter (r, c) is w + (r * cols + c) * R * R
 // when !swap, else the 180-degree rotation of w + (c * rows + r) * R * R (the filters of the input gradient). In
 // per-thread scratch; transformed in double, 8 filters at a time, rounded once.
-template <int R>
+template <int R, int M>
 const float* transformed_filters(const float* w, int64_t rows, int64_t cols, bool swap) {
-  constexpr int n = Sizes<R>::kPatch, taps = R * R;
-  float* u = scratch<float, 16>(Sizes<R>::kProducts * rows * cols);
+  constexpr int n = Sizes<R, M>::kPatch, taps = R * R;
+  float* u = scratch<float, 16>(Sizes<R, M>::kProducts * rows * cols);
   Filters g[taps], t[n * n];
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c0 = 0; c0 < cols; c0 += kFilters) {
@@ -343,7 +349,7 @@ const float* transformed_filters(const float* w, int64_t rows, int64_t cols, boo
         const float* src = swap ? w + (c * rows + r) * taps : w + (r * cols + c) * taps;
         for (int i = 0; i < taps; ++i) g[i][l] = swap ? src[taps - 1 - i] : src[i];
       }
-      two_sided<n, R>(g, t, Tiling<R>::filter);
+      two_sided<n, R>(g, t, Tiling<R, M>::filter);
       for (int i = 0; i < n; ++i) {
         for (int j = 0; j < n; ++j) {
           float* dst = u + ((j * n + i) * rows + r) * cols + c0;
@@ -357,9 +363,9 @@ const float* transformed_filters(const float* w, int64_t rows, int64_t cols, boo
 
 // gw (C_out, C_in, R, R) = C^T S C per filter, from the sums S^T (products, C_in, cop) over all tiles; in double,
 // 8 filters (output channels) at a time.
-template <int R>
+template <int R, int M>
 void weight_outputs(const double* sums, int64_t c_out, int64_t c_in, int64_t cop, float* gw) {
-  constexpr int n = Sizes<R>::kPatch, taps = R * R;
+  constexpr int n = Sizes<R, M>::kPatch, taps = R * R;
   Filters m[n * n], out[taps];
   for (int64_t ci = 0; ci < c_in; ++ci) {
     for (int64_t co0 = 0; co0 < c_out; co0 += kFilters) {  // cop is a multiple of kFilters
@@ -368,7 +374,7 @@ void weight_outputs(const double* sums, int64_t c_out, int64_t c_in, int64_t cop
           std::memcpy(&m[i * n + j], sums + ((j * n + i) * c_in + ci) * cop + co0, sizeof(Filters));
         }
       }
-      two_sided<R, n>(m, out, Tiling<R>::weight_output);
+      two_sided<R, n>(m, out, Tiling<R, M>::weight_output);
       for (int64_t l = 0; l < std::min(kFilters, c_out - co0); ++l) {
         for (int q = 0; q < taps; ++q) gw[((co0 + l) * c_in + ci) * taps + q] = static_cast<float>(out[q][l]);
       }
@@ -376,16 +382,16 @@ void weight_outputs(const double* sums, int64_t c_out, int64_t c_in, int64_t cop
   }
 }
 
-template <int R>
+template <int R, int M>
 void convolve(const float* x, const float* w, const float* bias, float* y, const ConvShape& s) {
-  run_forward<R>(x, s.c_in, transformed_filters<R>(w, s.c_out, s.c_in, false), bias, y, s.c_out, s.batch,
-                 Geometry(s.h, s.w, Sizes<R>::kOut, Sizes<R>::kPad));
+  run_forward<R, M>(x, s.c_in, transformed_filters<R, M>(w, s.c_out, s.c_in, false), bias, y, s.c_out, s.batch,
+                 Geometry(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad));
 }
 
-template <int R>
+template <int R, int M>
 void input_gradient(const float* gy, const float* w, float* gx, const ConvShape& s) {
-  run_forward<R>(gy, s.c_out, transformed_filters<R>(w, s.c_in, s.c_out, true), nullptr, gx, s.c_in, s.batch,
-                 Geometry(s.h, s.w, Sizes<R>::kOut, Sizes<R>::kPad));
+  run_forward<R, M>(gy, s.c_out, transformed_filters<R, M>(w, s.c_in, s.c_out, true), nullptr, gx, s.c_in, s.batch,
+                 Geometry(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad));
 }
 
 // Tiles summed into a thread's float32 sums before they are added to the double total.
@@ -396,26 +402,26 @@ constexpr int64_t kTilesPerFlush = 256;
 // (h * w, cop) first). Each thread sums about kTilesPerFlush tiles in float32 (its GEMMs), the total of those
 // sums is double: the products are many times larger than the patches, and a float32 running sum over a whole
 // batch of tiles would lose several bits.
-template <int R>
+template <int R, int M>
 void weight_gradient(const float* gy, const float* x, float* gw, const ConvShape& s) {
-  constexpr int n = Sizes<R>::kPatch, m_out = Sizes<R>::kOut;
-  constexpr int64_t products = Sizes<R>::kProducts;
-  const Geometry g(s.h, s.w, m_out, Sizes<R>::kPad);
+  constexpr int n = Sizes<R, M>::kPatch, m_out = Sizes<R, M>::kOut;
+  constexpr int64_t products = Sizes<R, M>::kProducts;
+  const Geometry g(s.h, s.w, m_out, Sizes<R, M>::kPad);
   const int64_t c_in = s.c_in, c_out = s.c_out, cop = padded<float>(c_out), plane = g.h * g.w;
   const int64_t lde = spread(cop);
   const int64_t sums_size = products * c_in * cop;  // S^T (products, C_in, cop)
   double* total = scratch<double, 18>(sums_size);  // the calling thread's; under `merge` the first flush of the
   bool empty = true;                               // call assigns, the others add
   std::mutex merge;
-  const int64_t chunk_tiles = tiles_per_chunk<R>(g, s.batch, c_in, c_out);
+  const int64_t chunk_tiles = tiles_per_chunk<R, M>(g, s.batch, c_in, c_out);
   const int64_t chunks_per_flush = std::max<int64_t>(1, kTilesPerFlush / chunk_tiles);
   // Block offsets count pixels of (images, h * w) (block_channels 1).
   for_chunks(g, s.batch, chunk_tiles, 1, [&](const Chunk& c, RunPosition run) {
-    float* bordered = scratch<float, 10>(c_in * (c.images + 1) * g.plane);
-    border<R>(x, c_in, c, g, bordered);
+    float* bordered = bordered_scratch(c_in, c, g);
+    border<R, M>(x, c_in, c, g, bordered);
     const ProductArray v_layout(c_in, c.ld), e_layout(c.padded, lde);
     float* v = scratch<float, 11>(v_layout.size(products));
-    transform_inputs<R>(bordered, c_in, c, g, v_layout, v);
+    transform_inputs<R, M>(bordered, c_in, c, g, v_layout, v);
     // gyt (images, h * w, cop): the chunk's images of the output gradient, channels last (padding channels zero):
     // the pixels of the chunk's tiles, widened to whole vectors where the plane allows (so that the transposition
     // runs on whole blocks).
@@ -443,7 +449,7 @@ void weight_gradient(const float* gy, const float* x, float* gw, const ConvShape
                 row[b] = a < extent.rows && b < extent.cols ? conv_gemm::load(block + (a * g.w + b) * cop + c0) : V{};
               }
             },
-            Tiling<R>::gradient, [&](int, int, const V& value) {
+            Tiling<R, M>::gradient, [&](int, int, const V& value) {
               conv_gemm::store(product, value);
               product = opaque_step(product, e_layout.stride);
             });
@@ -461,14 +467,16 @@ void weight_gradient(const float* gy, const float* x, float* gw, const ConvShape
       empty = false;
     }
   });
-  weight_outputs<R>(total, c_out, c_in, cop, gw);
+  weight_outputs<R, M>(total, c_out, c_in, cop, gw);
 }
 
-// Calls f.operator()<R>() with the shape's kernel size as a compile-time constant (supported() holds).
+// Calls f.operator()<R, M>() with the shape's kernel size and the tile side as compile-time constants
+// (supported(s, tile) holds).
 template <class F>
-void with_kernel_size(const ConvShape& s, const F& f) {
-  if (s.kh == 3) return f.template operator()<3>();
-  return f.template operator()<5>();
+void with_tiling(const ConvShape& s, int64_t tile, const F& f) {
+  if (s.kh == 5) return f.template operator()<5, 4>();
+  if (tile == 4) return f.template operator()<3, 4>();
+  return f.template operator()<3, 2>();
 }
 
 }  // namespace
@@ -481,26 +489,49 @@ void with_kernel_size(const ConvShape& s, const F& f) {
 int64_t min_input_channels(int64_t kernel) { return kernel == 3 ? 8 : 4; }
 int64_t min_output_channels(int64_t kernel) { return kernel == 3 ? 8 : 1; }
 
-bool supported(const ConvShape& s) {
-  if (!(s.kh == 3 || s.kh == 5) || s.kw != s.kh) return false;
-  const int64_t pad = s.kh / 2, m = s.kh == 3 ? Tiling<3>::kOut : Tiling<5>::kOut;
-  const Geometry g(s.h, s.w, m, pad);
+bool has_tiling(int64_t kernel, int64_t tile) {
+  return (kernel == 3 && (tile == 2 || tile == 4)) || (kernel == 5 && tile == 4);
+}
+
+// F(4x4, 3x3) does 1.78x fewer multiplications than F(2x2, 3x3) and writes 1.78x fewer transformed values for
+// about the same transform work per output; it ran the ResNets' layers 1.2-1.4x faster in every pass (`syncgrad-bench
+// winograd`) except on 4x4 images, where each image is one tile and its weight gradient took 1.3x longer.
+int64_t tile_side(const ConvShape& s) { return s.kh == 5 || s.h > 4 || s.w > 4 ? 4 : 2; }
+
+bool supported(const ConvShape& s, int64_t tile) {
+  if (!(s.kh == 3 || s.kh == 5) || s.kw != s.kh || !has_tiling(s.kh, tile)) return false;
+  const int64_t pad = s.kh / 2;
+  const Geometry g(s.h, s.w, tile, pad);
   const int64_t limit = std::numeric_limits<int32_t>::max() / 2;
   return s.p.stride == Size2(1) && s.p.padding == Size2(pad) && s.p.dilation == Size2(1) && s.groups == 1 &&
          s.h >= 1 && s.w >= 1 && s.c_in >= min_input_channels(s.kh) && s.c_out >= min_output_channels(s.kh) &&
          (s.batch + 1) * std::max(s.c_in, s.c_out) * g.plane < limit;
 }
 
+bool supported(const ConvShape& s) { return (s.kh == 3 || s.kh == 5) && supported(s, tile_side(s)); }
+
+void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s, int64_t tile) {
+  with_tiling(s, tile, [&]<int R, int M>() { convolve<R, M>(x, w, bias, y, s); });
+}
+
+void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s, int64_t tile) {
+  with_tiling(s, tile, [&]<int R, int M>() { input_gradient<R, M>(gy, w, gx, s); });
+}
+
+void backward_weight(const float* gy, const float* x, float* gw, const ConvShape& s, int64_t tile) {
+  with_tiling(s, tile, [&]<int R, int M>() { weight_gradient<R, M>(gy, x, gw, s); });
+}
+
 void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s) {
-  with_kernel_size(s, [&]<int R>() { convolve<R>(x, w, bias, y, s); });
+  forward(x, w, bias, y, s, tile_side(s));
 }
 
 void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s) {
-  with_kernel_size(s, [&]<int R>() { input_gradient<R>(gy, w, gx, s); });
+  backward_input(gy, w, gx, s, tile_side(s));
 }
 
 void backward_weight(const float* gy, const float* x, float* gw, const ConvShape& s) {
-  with_kernel_size(s, [&]<int R>() { weight_gradient<R>(gy, x, gw, s); });
+  backward_weight(gy, x, gw, s, tile_side(s));
 }
 
 }  // namespace syncgrad::cpu::winograd

@@ -16,16 +16,31 @@
 
 namespace syncgrad::cpu::winograd {
 
+// Whether the kernels have a tiling of R x R kernels (R = `kernel`) on tile x tile output blocks: F(2x2, 3x3),
+// F(4x4, 3x3) and F(4x4, 5x5).
+bool has_tiling(int64_t kernel, int64_t tile);
+
+// The output tile side the kernels use for a shape: 4 for 5x5 kernels; for 3x3 4, or 2 on images of at most 4x4
+// (one tile each: nothing shared between tiles' patches).
+int64_t tile_side(const ConvShape& s);
+
 // 3x3 kernel with padding 1 and at least 8 input and output channels, or 5x5 with padding 2 and at least 4 input
-// channels; stride 1, dilation 1, one group, and tensors small enough for 32-bit offsets. Any image size: tiles that stick out of the image
-// read zeros and write only their part inside it.
+// channels; stride 1, dilation 1, one group, `tile` one of the kernel's tilings, and tensors small enough for
+// 32-bit offsets. Any image size: tiles that stick out of the image read zeros and write only their part inside
+// it. The one-argument form asks for the tile side tile_side() picks.
+bool supported(const ConvShape& s, int64_t tile);
 bool supported(const ConvShape& s);
 
 // y (N, C_out, H, W) = conv(x (N, C_in, H, W), w (C_out, C_in, R, R)) + bias (C_out; may be null).
-void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s);
+void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s, int64_t tile);
 // gx (N, C_in, H, W) from gy (N, C_out, H, W) and w.
-void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s);
+void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s, int64_t tile);
 // gw (C_out, C_in, R, R) = the weight gradient summed over the batch, from gy and x.
+void backward_weight(const float* gy, const float* x, float* gw, const ConvShape& s, int64_t tile);
+
+// The same on the tiles tile_side() picks.
+void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s);
+void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s);
 void backward_weight(const float* gy, const float* x, float* gw, const ConvShape& s);
 
 }  // namespace syncgrad::cpu::winograd

@@ -1,6 +1,7 @@
-// The Winograd transform matrices of the conv kernels (tensor/cpu/winograd.cpp), one Tiling per kernel size R:
-// F(2x2, 3x3) for 3x3 kernels and F(4x4, 5x5) for 5x5, with m x m output tiles (m = kOut) and
-// (m + R - 1) x (m + R - 1) input patches. Two minimal filtering algorithms share one input transform B^T:
+// The Winograd transform matrices of the conv kernels (tensor/cpu/winograd.cpp), one Tiling per kernel size R and
+// output tile side m: F(2x2, 3x3) and F(4x4, 3x3) for 3x3 kernels and F(4x4, 5x5) for 5x5, with m x m output tiles
+// (m = kOut) and (m + R - 1) x (m + R - 1) input patches. Two minimal filtering algorithms share one input
+// transform B^T:
 //   F(m x m, RxR)  forward:  Y (m x m) = A^T [(G g G^T) . (B^T d B)] A    g: RxR filter, d: patch
 //   F(RxR, m x m)  weights:  Y (RxR) = C^T [(H e H^T) . (B^T d B)] C      e: m x m block of the output gradient
 // The weight pair is the transpose of the forward one (C^T = G^T D^-1 and H = D A for a diagonal D of our
@@ -9,10 +10,15 @@
 // element: those applied per tile (input, output, gradient) run on vectors of 16 tiles' floats, those applied
 // once per filter (filter, weight_output) on vectors of 8 filters' doubles.
 //
-// R = 3, points 0, 1, -1, inf (F(2x2, 3x3): 16 products per 4 outputs, 2.25x fewer multiplications than direct):
+// R = 3, m = 2, points 0, 1, -1, inf (F(2x2, 3x3): 16 products per 4 outputs, 2.25x fewer multiplications than direct):
 //   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]
 //   A^T = [1 1 1 0; 0 1 -1 -1]                        H = [1 0; .5 .5; .5 -.5; 0 -1]
 //   C^T = [1 1 1 0; 0 1 -1 0; 0 1 1 1]
+// R = 3, m = 4, points 0, 1, -1, 2, -2, inf (F(4x4, 3x3): 36 products per 16 outputs, 4x fewer):
+//   B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1]
+//   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
+//   G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]
+//   H = A, C^T = G^T (as for 5x5)
 // R = 5, points 0, 1, -1, 2, -2, 1/2, -1/2, inf (F(4x4, 5x5): 64 products per 16 outputs, 6.25x fewer; B^T is
 // the usual F(6x6, 3x3) one):
 //   B^T = [1 0 -21/4 0 21/4 0 -1 0; 0 1 1 -17/4 -17/4 1 1 0; 0 -1 1 17/4 -17/4 -1 1 0;
@@ -63,11 +69,11 @@ inline void two_sided(const T* in, T* out, const Line& line) {
                      [&](int i, int j, const T& value) { out[i * P + j] = value; });
 }
 
-template <int R>
+template <int R, int M>
 struct Tiling;
 
 template <>
-struct Tiling<3> {
+struct Tiling<3, 2> {
   static constexpr int kOut = 2;    // output tile side
   static constexpr int kPatch = 4;  // input patch side = transformed tile side
 
@@ -111,7 +117,68 @@ struct Tiling<3> {
 };
 
 template <>
-struct Tiling<5> {
+struct Tiling<3, 4> {
+  static constexpr int kOut = 4;    // output tile side
+  static constexpr int kPatch = 6;  // input patch side = transformed tile side
+
+  // B^T: 6 -> 6 (rows of the points p and -p share their even and odd halves).
+  static constexpr auto input = []<class T>(const T* d, int s, T* o, int t) {
+    const T d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
+    const T even1 = d4 - 4.0f * d2, odd1 = d3 - 4.0f * d1;  // points +-1
+    const T even2 = d4 - d2, odd2 = 2.0f * (d3 - d1);       // points +-2
+    o[0] = 4.0f * d0 - 5.0f * d2 + d4;
+    o[t] = even1 + odd1;
+    o[2 * t] = even1 - odd1;
+    o[3 * t] = even2 + odd2;
+    o[4 * t] = even2 - odd2;
+    o[5 * t] = 4.0f * d1 - 5.0f * d3 + d5;
+  };
+  // A^T: 6 -> 4.
+  static constexpr auto output = []<class T>(const T* m, int s, T* y, int t) {
+    const T sum1 = m[s] + m[2 * s], diff1 = m[s] - m[2 * s];          // points +-1
+    const T sum2 = m[3 * s] + m[4 * s], diff2 = m[3 * s] - m[4 * s];  // points +-2
+    y[0] = m[0] + sum1 + sum2;
+    y[t] = diff1 + 2.0f * diff2;
+    y[2 * t] = sum1 + 4.0f * sum2;
+    y[3 * t] = diff1 + 8.0f * diff2 + m[5 * s];
+  };
+  // H = A: 4 -> 6.
+  static constexpr auto gradient = []<class T>(const T* e, int s, T* u, int t) {
+    const T e0 = e[0], e1 = e[s], e2 = e[2 * s], e3 = e[3 * s];
+    const T even1 = e0 + e2, odd1 = e1 + e3;                        // points +-1
+    const T even2 = e0 + 4.0f * e2, odd2 = 2.0f * e1 + 8.0f * e3;  // points +-2
+    u[0] = e0;
+    u[t] = even1 + odd1;
+    u[2 * t] = even1 - odd1;
+    u[3 * t] = even2 + odd2;
+    u[4 * t] = even2 - odd2;
+    u[5 * t] = e3;
+  };
+  // G: 3 -> 6.
+  static constexpr auto filter = []<class T>(const T* g, int s, T* u, int t) {
+    constexpr double sixth = 1.0 / 6, twentyfourth = 1.0 / 24;
+    const T g0 = g[0], g1 = g[s], g2 = g[2 * s];
+    const T even1 = g0 + g2, even2 = g0 + 4 * g2, odd2 = 2 * g1;
+    u[0] = 0.25 * g0;
+    u[t] = -(even1 + g1) * sixth;
+    u[2 * t] = -(even1 - g1) * sixth;
+    u[3 * t] = (even2 + odd2) * twentyfourth;
+    u[4 * t] = (even2 - odd2) * twentyfourth;
+    u[5 * t] = g2;
+  };
+  // C^T = G^T: 6 -> 3.
+  static constexpr auto weight_output = []<class T>(const T* m, int s, T* w, int t) {
+    constexpr double sixth = 1.0 / 6, twelfth = 1.0 / 12, twentyfourth = 1.0 / 24;
+    const T sum1 = m[s] + m[2 * s], diff1 = m[2 * s] - m[s];          // points +-1
+    const T sum2 = m[3 * s] + m[4 * s], diff2 = m[3 * s] - m[4 * s];  // points +-2
+    w[0] = 0.25 * m[0] - sum1 * sixth + sum2 * twentyfourth;
+    w[t] = diff1 * sixth + diff2 * twelfth;
+    w[2 * t] = (sum2 - sum1) * sixth + m[5 * s];
+  };
+};
+
+template <>
+struct Tiling<5, 4> {
   static constexpr int kOut = 4;    // output tile side
   static constexpr int kPatch = 8;  // input patch side = transformed tile side
 

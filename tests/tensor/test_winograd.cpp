@@ -48,26 +48,51 @@ cpu::ConvShape conv_shape(const Case& c, int64_t kernel) {
   return {c.batch, c.c_in, c.h, c.w, c.c_out, kernel, kernel, c.h, c.w, 1, p};
 }
 
-double error_bound(int64_t kernel) { return kernel == 3 ? 2e-6 : 3e-5; }
+double error_bound(int64_t kernel, int64_t tile) { return kernel == 3 && tile == 2 ? 2e-6 : 3e-5; }
+
+// The kernels' tilings of a kernel size: F(2x2, 3x3) and F(4x4, 3x3), or F(4x4, 5x5).
+std::vector<int64_t> tilings(int64_t kernel) {
+  return kernel == 3 ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{4};
+}
 
 // float32 results (forward with and without bias, grad input, grad weight) and their float64 references, for a
-// kernel x kernel convolution with "same" padding.
+// kernel x kernel convolution with "same" padding: through conv2d (the tiling tile_side() picks) and through each
+// tiling of the kernel called directly.
 void check_case(const Case& c, int64_t kernel, uint64_t seed) {
   INFO(kernel << "x" << kernel << ", batch " << c.batch << ", " << c.c_in << " -> " << c.c_out << " channels, " << c.h
                << "x" << c.w);
-  REQUIRE(cpu::winograd::supported(conv_shape(c, kernel)));
+  const cpu::ConvShape s = conv_shape(c, kernel);
+  REQUIRE(cpu::winograd::supported(s));
   const int64_t pad = kernel / 2;
   Tensor x = random({c.batch, c.c_in, c.h, c.w}, seed), w = random({c.c_out, c.c_in, kernel, kernel}, seed + 1);
   Tensor b = random({c.c_out}, seed + 2), gy = random({c.batch, c.c_out, c.h, c.w}, seed + 3);
   const Conv2dParams p{1, pad};
   auto f32 = [](const Tensor& t) { return t.to(DType::f32); };
-  const double bound = error_bound(kernel);
-  CHECK(relative_error(raw::conv2d(f32(x), f32(w), f32(b), 1, pad), raw::conv2d(x, w, b, 1, pad)) < bound);
-  CHECK(relative_error(raw::conv2d(f32(x), f32(w), {}, 1, pad), raw::conv2d(x, w, {}, 1, pad)) < bound);
-  CHECK(relative_error(raw::conv2d_backward_input(f32(gy), f32(w), x.sizes(), p),
-                       raw::conv2d_backward_input(gy, w, x.sizes(), p)) < bound);
-  CHECK(relative_error(raw::conv2d_backward_weight(f32(gy), f32(x), w.sizes(), p),
-                       raw::conv2d_backward_weight(gy, x, w.sizes(), p)) < bound);
+  const Tensor forward = raw::conv2d(x, w, b, 1, pad), forward_unbiased = raw::conv2d(x, w, {}, 1, pad);
+  const Tensor grad_input = raw::conv2d_backward_input(gy, w, x.sizes(), p);
+  const Tensor grad_weight = raw::conv2d_backward_weight(gy, x, w.sizes(), p);
+  const double picked_bound = error_bound(kernel, cpu::winograd::tile_side(s));
+  CHECK(relative_error(raw::conv2d(f32(x), f32(w), f32(b), 1, pad), forward) < picked_bound);
+  CHECK(relative_error(raw::conv2d(f32(x), f32(w), {}, 1, pad), forward_unbiased) < picked_bound);
+  CHECK(relative_error(raw::conv2d_backward_input(f32(gy), f32(w), x.sizes(), p), grad_input) < picked_bound);
+  CHECK(relative_error(raw::conv2d_backward_weight(f32(gy), f32(x), w.sizes(), p), grad_weight) < picked_bound);
+  const Tensor x32 = f32(x), w32 = f32(w), b32 = f32(b), gy32 = f32(gy);
+  for (int64_t tile : tilings(kernel)) {
+    INFO("F(" << tile << "x" << tile << ", " << kernel << "x" << kernel << ")");
+    REQUIRE(cpu::winograd::supported(s, tile));
+    Tensor y = empty(forward.sizes(), {.dtype = DType::f32}), gx = empty(x.sizes(), {.dtype = DType::f32});
+    Tensor gw = empty(w.sizes(), {.dtype = DType::f32});
+    const double bound = error_bound(kernel, tile);
+    cpu::winograd::forward(x32.data_ptr<float>(), w32.data_ptr<float>(), b32.data_ptr<float>(), y.data_ptr<float>(),
+                           s, tile);
+    CHECK(relative_error(y, forward) < bound);
+    cpu::winograd::forward(x32.data_ptr<float>(), w32.data_ptr<float>(), nullptr, y.data_ptr<float>(), s, tile);
+    CHECK(relative_error(y, forward_unbiased) < bound);
+    cpu::winograd::backward_input(gy32.data_ptr<float>(), w32.data_ptr<float>(), gx.data_ptr<float>(), s, tile);
+    CHECK(relative_error(gx, grad_input) < bound);
+    cpu::winograd::backward_weight(gy32.data_ptr<float>(), x32.data_ptr<float>(), gw.data_ptr<float>(), s, tile);
+    CHECK(relative_error(gw, grad_weight) < bound);
+  }
 }
 
 }  // namespace
@@ -121,22 +146,28 @@ TEST_CASE("winograd conv2d: batches split into chunks, some starting inside an i
   check_case({5, 8, 8, 40, 40}, 5, 47);    // 100 tiles per image, chunks of 208
 }
 
-TEST_CASE("winograd conv2d: several intra-op threads give the one-thread results") {
+TEST_CASE("winograd conv2d: several intra-op threads give the one-thread results, on every tiling") {
   const int before = get_num_threads();
   for (int64_t kernel : {3, 5}) {
-    INFO(kernel << "x" << kernel);
-    Tensor x = random({6, 20, 9, 9}, 31).to(DType::f32), w = random({12, 20, kernel, kernel}, 32).to(DType::f32);
-    Tensor gy = random({6, 12, 9, 9}, 33).to(DType::f32);
-    const Conv2dParams p{1, kernel / 2};
-    auto run = [&](int threads) {
-      set_num_threads(threads);
-      return std::vector<Tensor>{raw::conv2d(x, w, {}, 1, kernel / 2),
-                                 raw::conv2d_backward_input(gy, w, x.sizes(), p),
-                                 raw::conv2d_backward_weight(gy, x, w.sizes(), p)};
-    };
-    std::vector<Tensor> one = run(1), two = run(2);
-    set_num_threads(before);
-    for (size_t i = 0; i < one.size(); ++i) CHECK(relative_error(two[i], one[i]) < 1e-6);
+    for (int64_t tile : tilings(kernel)) {
+      INFO("F(" << tile << "x" << tile << ", " << kernel << "x" << kernel << ")");
+      const Case c{6, 20, 12, 9, 9};
+      const cpu::ConvShape s = conv_shape(c, kernel);
+      Tensor x = random({6, 20, 9, 9}, 31).to(DType::f32), w = random({12, 20, kernel, kernel}, 32).to(DType::f32);
+      Tensor gy = random({6, 12, 9, 9}, 33).to(DType::f32);
+      auto run = [&](int threads) {
+        set_num_threads(threads);
+        std::vector<Tensor> out{empty(gy.sizes(), {.dtype = DType::f32}), empty(x.sizes(), {.dtype = DType::f32}),
+                                empty(w.sizes(), {.dtype = DType::f32})};
+        cpu::winograd::forward(x.data_ptr<float>(), w.data_ptr<float>(), nullptr, out[0].data_ptr<float>(), s, tile);
+        cpu::winograd::backward_input(gy.data_ptr<float>(), w.data_ptr<float>(), out[1].data_ptr<float>(), s, tile);
+        cpu::winograd::backward_weight(gy.data_ptr<float>(), x.data_ptr<float>(), out[2].data_ptr<float>(), s, tile);
+        return out;
+      };
+      std::vector<Tensor> one = run(1), two = run(2);
+      set_num_threads(before);
+      for (size_t i = 0; i < one.size(); ++i) CHECK(relative_error(two[i], one[i]) < 1e-6);
+    }
   }
 }
 
