@@ -1,15 +1,16 @@
 // Winograd kernels for float32 convolutions with 3x3 or 5x5 kernels, stride 1 and "same" padding (1 or 2): the
-// body of ResNets and the bundled CNN's second layer. F(2x2, 3x3) needs 2.25x fewer multiplications than a
-// direct convolution, F(4x4, 5x5) 6.25x, for the forward pass and both gradients (tensor/cpu/conv.cpp picks them
-// where supported() says so). Per chunk of tiles the m x m output tiles (m = 2, 4) are transformed 16 at a time
-// (winograd_tiles.h, winograd_transforms.h), then one GEMM per transformed position (conv_gemm.h; 16 for 3x3,
-// 64 for 5x5) combines the channels:
+// body of ResNets and the bundled CNN's second layer. F(4x4, 3x3) needs 4x fewer multiplications than a direct
+// convolution, F(2x2, 3x3) 2.25x, F(4x4, 5x5) 6.25x, for the forward pass and both gradients
+// (tensor/cpu/conv.cpp picks them where supported() says so, on the tiles tile_side() picks). Per chunk of tiles
+// the m x m output tiles (m = 2, 4) are transformed 16 at a time (winograd_tiles.h, winograd_transforms.h), then
+// one GEMM per transformed position (conv_gemm.h; 36 or 16 for 3x3, 64 for 5x5) combines the channels:
 //   forward:      M_k (C_out, T) = U_k (C_out, C_in) * V_k (C_in, T), then Y = A^T M A per tile
 //   grad input:   the forward with grad_out as input and the flipped, transposed filters
 //   grad weight:  S^T_k (C_in, C_out) += V_k (C_in, T) * E^T_k (T, C_out) over all tiles, then C^T S C
 // k = one position of a transformed (m + R - 1)^2 tile, T = tiles of the chunk (one per m x m output block).
-// Results differ from the direct convolution by rounding only: relative ~5e-7 for 3x3, ~5e-6 (forward) to ~1e-5
-// (weight gradient) for 5x5 (tests/tensor/test_winograd.cpp).
+// Results differ from the direct convolution by rounding only: relative ~5e-7 for F(2x2, 3x3), 1e-6 to 1.3e-5 for
+// F(4x4, 3x3) (growing with the channels), ~5e-6 (forward) to ~1e-5 (weight gradient) for F(4x4, 5x5)
+// (tests/tensor/test_winograd.cpp).
 #pragma once
 
 #include "tensor/cpu/conv_im2col.h"

@@ -1,13 +1,13 @@
-// The Winograd conv2d kernels (tensor/cpu/winograd.h: float32, 3x3 padding 1 on 2x2 tiles and 5x5 padding 2 on
-// 4x4 tiles, stride 1) against the float64 path (direct/implicit GEMM kernels): forward with and without bias,
-// both gradients, image sizes on the contiguous (widths 32, 16, 8) and gathered (other widths) tile paths, tiles
-// that stick out of the image, channel counts that are not whole vectors or down to the minimum, odd batches,
-// batches that leave a partial vector of tiles or split into several chunks (some in the middle of an image),
-// several threads, and the cases it must not take.
+// The Winograd conv2d kernels (tensor/cpu/winograd.h: float32, 3x3 padding 1 on 2x2 and 4x4 tiles and 5x5 padding
+// 2 on 4x4 tiles, stride 1) against the float64 path (direct/implicit GEMM kernels), through conv2d and through
+// each tiling called directly: forward with and without bias, both gradients, image sizes on the contiguous
+// (widths 32, 16, 8) and gathered (other widths) tile paths, tiles that stick out of the image, channel counts
+// that are not whole vectors or down to the minimum, odd batches, batches that leave a partial vector of tiles or
+// split into several chunks (some in the middle of an image), several threads, and the cases it must not take.
 // Error bounds: max |float32 - float64| / (1 + max |float64|) over the output, with unit normal inputs. Measured
-// maxima over these cases: 3x3 forward/grad input 3e-7, grad weight 9e-7; 5x5 forward/grad input 7e-6, grad
-// weight 1.0e-5 (the implicit GEMM that 5x5 used before: ~1.2e-6 forward, ~3.6e-6 grad weight at batch 64). The
-// bounds (2e-6 and 3e-5) leave a margin of 2-3x.
+// maxima over these cases: F(2x2, 3x3) forward/grad input 3e-7, grad weight 8e-7; F(4x4, 3x3) 4.6e-6 / 5.7e-6;
+// F(4x4, 5x5) forward/grad input 7e-6, grad weight 8.4e-6 (the implicit GEMM that 5x5 used before: ~1.2e-6
+// forward, ~3.6e-6 grad weight at batch 64). The bounds (2e-6, 1.5e-5 and 3e-5) leave a margin of 2.5-3.5x.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -48,7 +48,10 @@ cpu::ConvShape conv_shape(const Case& c, int64_t kernel) {
   return {c.batch, c.c_in, c.h, c.w, c.c_out, kernel, kernel, c.h, c.w, 1, p};
 }
 
-double error_bound(int64_t kernel, int64_t tile) { return kernel == 3 && tile == 2 ? 2e-6 : 3e-5; }
+double error_bound(int64_t kernel, int64_t tile) {
+  if (kernel == 5) return 3e-5;
+  return tile == 2 ? 2e-6 : 1.5e-5;
+}
 
 // The kernels' tilings of a kernel size: F(2x2, 3x3) and F(4x4, 3x3), or F(4x4, 5x5).
 std::vector<int64_t> tilings(int64_t kernel) {
