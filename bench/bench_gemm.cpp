@@ -12,11 +12,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench/count_options.h"
 #include "bench/subcommands.h"
 #include "syncgrad.h"
 #include "tensor/cpu/gemm_tiled.h"
@@ -132,21 +132,7 @@ void product_row(const char* model, const char* product, const Tensor& a, const 
 
 int bench_gemm_main(int argc, char** argv) {
   int threads = 1, reps = 7;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const int value = (arg == "--threads" || arg == "--reps") && i + 1 < argc ? std::atoi(argv[i + 1]) : 0;
-    if (value >= 1) {
-      (arg == "--threads" ? threads : reps) = value;
-      ++i;
-    } else if (arg == "--help" || arg == "-h") {
-      std::printf("usage: syncgrad-bench gemm [--threads N] [--reps N]   (N >= 1)\n");
-      return 0;
-    } else {
-      std::fprintf(stderr, "syncgrad-bench gemm: unknown or incomplete argument '%s' (--threads and --reps take "
-                   "a count >= 1; see --help)\n", arg.c_str());
-      return 2;
-    }
-  }
+  if (const auto status = bench::parse_count_options(argc, argv, "gemm", threads, reps)) return *status;
   set_num_threads(threads);
   std::printf("float32 GEMM GFLOP/s, %d thread(s), median of %d; product m x k x n\n", threads, reps);
   std::printf("%-11s %-8s %-16s %9s %9s %9s %9s   %s\n", "model", "product", "shape", "matmul", "sgemm", "tiled",

@@ -8,11 +8,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
-#include <string>
 #include <vector>
 
+#include "bench/count_options.h"
 #include "bench/subcommands.h"
 #include "syncgrad.h"
 #include "tensor/cpu/winograd.h"
@@ -58,21 +57,8 @@ std::pair<double, double> fastest_alternating(int reps, const std::function<void
 }  // namespace
 
 int bench_winograd_main(int argc, char** argv) {
-  int reps = 7, threads = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if ((arg == "--reps" || arg == "--threads") && i + 1 < argc) {
-      const int value = std::atoi(argv[++i]);
-      if (value < 1) {
-        std::fprintf(stderr, "%s: %s must be a positive integer, got %s\n", argv[0], arg.c_str(), argv[i]);
-        return 2;
-      }
-      (arg == "--reps" ? reps : threads) = value;
-    } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--reps N]\n", argv[0]);
-      return arg == "--help" ? 0 : 2;
-    }
-  }
+  int threads = 1, reps = 7;
+  if (const auto status = bench::parse_count_options(argc, argv, "winograd", threads, reps)) return *status;
   set_num_threads(threads);
   std::printf("syncgrad-bench winograd: 3x3 Winograd tilings on the ResNets' stride-1 layers, %d thread(s), fastest "
               "of %d, alternating (GFLOP/s of a direct convolution's FLOPs)\n\n",

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # syncgrad-bench's entry point: --help lists every subcommand with one line each, an unknown or missing
 # subcommand fails with exit status 2 and names the valid ones, a bad option of a subcommand is refused,
-# `cuda` either loads its module or says that this build has none, and quick `core`, `gemm` and `resnet` runs
-# print their tables.
+# `cuda` either loads its module or says that this build has none, and quick `core`, `gemm`, `resnet` and
+# `winograd` runs print their tables.
 # Usage: test_bench_cli.sh path/to/syncgrad-bench
 set -u
 bin="$1"
 . "$(dirname "$0")/../check.sh"
-subcommands=(scaling core allreduce data ddp conv bf16 gemm resnet cuda checkpoint activation-checkpointing trace)
+subcommands=(scaling core allreduce data ddp conv bf16 gemm resnet winograd cuda checkpoint activation-checkpointing
+             trace)
 
 help=$("$bin" --help 2>&1); status=$?
 echo "$help"
@@ -53,6 +54,17 @@ check "resnet --batch 4 --reps 1 exits 0" test $status -eq 0
 check "resnet prints the whole step" grep -qE "^whole step +[0-9.]+ +100%" <<<"$out"
 check "resnet times ResNet-20's six fused normalisation shapes beside the separate ops" \
   test "$(grep -cE '^bn \+ (add \+ )?relu fwd\+bwd 4x[0-9x]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x$' <<<"$out")" -eq 6
+
+out=$("$bin" winograd --reps 0 2>&1); status=$?
+check "winograd refuses --reps 0 with exit 2" test $status -eq 2
+check "winograd names the refused argument" grep -q "winograd: unknown or incomplete argument '--reps'" <<<"$out"
+out=$("$bin" winograd --reps 1 2>&1); status=$?
+echo "$out"
+check "winograd --reps 1 exits 0" test $status -eq 0
+check "winograd times three passes of the ResNets' 7 stride-1 shapes in both tilings" \
+  test "$(grep -cE '^resnet(18|20) +[0-9]+ +[0-9]+ +[0-9]+ \| [a-z ]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ \| F\([24]x[24]\)$' <<<"$out")" -eq 21
+check "winograd: 4x4 tiles where the images are larger than 4x4, 2x2 tiles on 4x4 images" \
+  test "$(grep -cE '^resnet18 +64 +512 +4 .*F\(2x2\)$' <<<"$out") $(grep -cE 'F\(4x4\)$' <<<"$out")" = "3 18"
 
 out=$("$bin" cuda --help 2>&1); status=$?
 echo "$out"
