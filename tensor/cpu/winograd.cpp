@@ -85,16 +85,20 @@ struct ProductArray {
 };
 
 // first_tile is a multiple of kLanes, so runs of 16, 8 or 4 tiles side by side start at a vector's lane 0, 8, 4.
-// Runs are read as such for 2x2 tiles inside the image only.
+// Runs are read as such for whole tiles only (image sides that m divides): of 2x2 tiles runs of 16, 8 or 4 (rows
+// of 16 or more tiles, or exactly 8 or 4), of 4x4 tiles runs of 4 (rows of a multiple of 4), in whole vectors
+// (runs of 16 2x2 tiles fill every vector of a chunk of whole images).
 Chunk make_chunk(const Geometry& g, int64_t first_tile, int64_t tiles, int64_t block_channels) {
   const int64_t first = first_tile / g.tiles_per_image;
   const int64_t images = (first_tile + tiles - 1) / g.tiles_per_image - first + 1;
   Chunk c{first_tile, tiles, 0, first, images, 0, 0, {}, {}, {}};
   c.padded = (c.tiles + kLanes - 1) / kLanes * kLanes;
   c.ld = spread(c.padded);
-  const bool whole = g.m == 2 && g.w % 2 == 0 && g.h % 2 == 0;
-  if (whole && g.tiles_x % kLanes == 0) c.segment = kLanes;
-  else if (whole && (g.tiles_x == 8 || g.tiles_x == 4) && c.tiles % kLanes == 0) c.segment = static_cast<int>(g.tiles_x);
+  const bool whole = g.w % g.m == 0 && g.h % g.m == 0;
+  if (g.m == 2 && whole && g.tiles_x % kLanes == 0) c.segment = kLanes;
+  else if (g.m == 2 && whole && (g.tiles_x == 8 || g.tiles_x == 4) && c.tiles % kLanes == 0)
+    c.segment = static_cast<int>(g.tiles_x);
+  else if (g.m == 4 && whole && g.tiles_x % 4 == 0 && c.tiles % kLanes == 0) c.segment = 4;
   c.patch.resize(static_cast<size_t>(c.padded));
   c.block.resize(static_cast<size_t>(c.padded));
   c.extent.resize(static_cast<size_t>(c.padded));
@@ -184,11 +188,12 @@ float* bordered_scratch(int64_t channels, const Chunk& c, const Geometry& g) {
   return scratch<float, 10>(channels * (c.images + 1) * g.plane + kLanes);
 }
 
-// Calls f.operator()<Segment>() with the chunk's segment as a compile-time constant (always 0 for tiles of a side
-// M other than 2).
+// Calls f.operator()<Segment>() with the chunk's segment as a compile-time constant: 16, 8, 4 or 0 for 2x2 tiles,
+// 4 or 0 for 4x4 tiles.
 template <int M, class F>
 void with_segment(const Chunk& c, const F& f) {
-  if constexpr (M != 2) {
+  if constexpr (M == 4) {
+    if (c.segment == 4) return f.template operator()<4>();
     return f.template operator()<0>();
   } else {
     switch (c.segment) {

@@ -179,30 +179,68 @@ template <int Segment>
   }
 }
 
-// out[j] lane l = row[offset[l] + j] for j < Size: pixels 0..Size-1 of one row of the patches (Size 4 or 8) of 16
-// tiles.
+// Pixel Shift of the patch rows (6 or 8 pixels) of 16 4x4 tiles in runs of 4 side by side (tiles 4q..4q+3 of a
+// vector, run q starting at offset[4q]): lane l = base[offset(l) + Shift]. The 16 floats of run q from its pixel
+// Shift hold that pixel of its tiles at 0, 4, 8, 12 (the last tile's patch ends at 4 * 3 + Size, so up to
+// Size - 2 floats past the run's patches are read).
+template <int Shift>
+[[gnu::always_inline]] inline V take_runs_of_4(const float* base, const int32_t* offset) {
+  H half[2];
+  for (int h = 0; h < 2; ++h) {
+    const V first = conv_gemm::load<float>(base + offset[8 * h] + Shift);
+    const V second = conv_gemm::load<float>(base + offset[8 * h + 4] + Shift);
+    half[h] = __builtin_shufflevector(first, second, 0, 4, 8, 12, 16, 20, 24, 28);
+  }
+  return __builtin_shufflevector(half[0], half[1], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+// out[j] lane l = row[offset[l] + j] for j < Size: pixels 0..Size-1 of one row of the patches (Size 4, 6 or 8) of
+// 16 tiles: tiles anywhere (Segment 0), runs of 2x2 tiles (Size 4) or runs of 4 4x4 tiles (Size 6, 8).
 template <int Segment, int Size>
 [[gnu::always_inline]] inline void load_row(const float* row, const int32_t* offset, V* out) {
   if constexpr (Segment == 0) {
     gather_rows<Size>(row, offset, out);
-  } else {
+  } else if constexpr (Size == 4) {
     [&]<int... Shift>(std::integer_sequence<int, Shift...>) {
       ((out[Shift] = take<Segment, Shift>(row, offset)), ...);
+    }(std::make_integer_sequence<int, Size>());
+  } else {
+    static_assert(Segment == 4, "4x4 tiles side by side come in runs of 4");
+    [&]<int... Shift>(std::integer_sequence<int, Shift...>) {
+      ((out[Shift] = take_runs_of_4<Shift>(row, offset)), ...);
     }(std::make_integer_sequence<int, Size>());
   }
 }
 
+// Row a of the 4x4 blocks of 16 whole tiles in runs of 4 side by side: y[b] lane l is pixel (a, b) of tile l; run
+// q's row is 16 consecutive floats at row + offset[4q] (its tiles' pixels interleaved: b + 4 * tile).
+[[gnu::always_inline]] inline void put_runs_of_4(float* row, const int32_t* offset, const V* y) {
+  const V pairs01[2] = {interleave<0>(y[0], y[1]), interleave<1>(y[0], y[1])};  // tiles 0-7, 8-15: (b0, b1)
+  const V pairs23[2] = {interleave<0>(y[2], y[3]), interleave<1>(y[2], y[3])};  // (b2, b3)
+  for (int h = 0; h < 2; ++h) {
+    conv_gemm::store<float>(row + offset[8 * h], __builtin_shufflevector(pairs01[h], pairs23[h], 0, 1, 16, 17, 2, 3, 18,
+                                                                         19, 4, 5, 20, 21, 6, 7, 22, 23));
+    conv_gemm::store<float>(row + offset[8 * h + 4], __builtin_shufflevector(pairs01[h], pairs23[h], 8, 9, 24, 25, 10,
+                                                                             11, 26, 27, 12, 13, 28, 29, 14, 15, 30,
+                                                                             31));
+  }
+}
+
 // Writes y[a * M + b] to pixel (a, b) of the M x M blocks of the first `lanes` tiles, rows `stride` apart, within
-// each tile's extent. Segmented vectors (M = 2) are whole: 16 tiles inside the image.
+// each tile's extent. Segmented vectors (runs of 2x2 tiles, or of 4 4x4 tiles) are whole: 16 tiles inside the
+// image.
 template <int Segment, int M>
 [[gnu::always_inline]] inline void store_blocks(float* base, int64_t stride, const int32_t* offset,
                                                 const Extent* extent, const V* y, int lanes) {
   if constexpr (Segment == 0) {
 #pragma GCC unroll 4
     for (int a = 0; a < M; ++a) scatter_rows<M>(base + a * stride, offset, extent, y + a * M, lanes, a);
-  } else {
-    static_assert(M == 2, "runs of tiles side by side are 2x2 tiles");
+  } else if constexpr (M == 2) {
     for (int a = 0; a < 2; ++a) put_pairs<Segment>(base + a * stride, offset, y[a * 2], y[a * 2 + 1]);
+  } else {
+    static_assert(M == 4 && Segment == 4, "4x4 tiles side by side come in runs of 4");
+#pragma GCC unroll 4
+    for (int a = 0; a < 4; ++a) put_runs_of_4(base + a * stride, offset, y + a * 4);
   }
 }
 

@@ -117,6 +117,8 @@ TEST_CASE("winograd conv2d: other sizes go through gathered tiles") {
     check_case({2, 8, 8, 6, 16}, kernel, 29);   // rows of 8 tiles, vectors across images
     check_case({3, 8, 8, 6, 16}, kernel, 31);   // ... and a partial vector: tile by tile
     check_case({4, 8, 8, 6, 8}, kernel, 33);    // rows of 4 tiles across images
+    check_case({4, 8, 8, 4, 16}, kernel, 35);   // 4x4 tiles: one run of 4 per image, 4 images a vector
+    check_case({3, 8, 8, 4, 16}, kernel, 37);   // ... and a partial vector: tile by tile
   }
 }
 
