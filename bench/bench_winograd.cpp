@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "bench/count_options.h"
@@ -69,11 +70,11 @@ int bench_winograd_main(int argc, char** argv) {
   for (const Layer& l : kLayers) {
     const Conv2dParams p{1, 1};
     const cpu::ConvShape s{l.batch, l.channels, l.side, l.side, l.channels, 3, 3, l.side, l.side, 1, p};
-    const int64_t plane = l.batch * l.channels * l.side * l.side;
-    const std::vector<float> x = random_floats(plane, &gen), gy = random_floats(plane, &gen);
+    const int64_t elements = l.batch * l.channels * l.side * l.side;  // of x, gy and y
+    const std::vector<float> x = random_floats(elements, &gen), gy = random_floats(elements, &gen);
     const std::vector<float> w = random_floats(l.channels * l.channels * 9, &gen);
-    std::vector<float> out(static_cast<size_t>(std::max(plane, l.channels * l.channels * 9)));
-    const double gflop = 2.0 * static_cast<double>(plane * l.channels * 9) / 1e9;
+    std::vector<float> out(static_cast<size_t>(std::max(elements, l.channels * l.channels * 9)));
+    const double gflop = 2.0 * static_cast<double>(elements * l.channels * 9) / 1e9;
     struct Pass {
       const char* name;
       std::function<void(int64_t)> run;

@@ -1,5 +1,5 @@
-// Winograd F(m x m, RxR) / F(RxR, m x m) conv2d kernels: m = 2 for R = 3, m = 4 for R = 5 (see winograd.h and
-// winograd_transforms.h). The batch's tiles are processed in chunks of consecutive tiles (of one or several
+// Winograd F(m x m, RxR) / F(RxR, m x m) conv2d kernels: m = 2 or 4 for R = 3, m = 4 for R = 5 (see winograd.h
+// and winograd_transforms.h). The batch's tiles are processed in chunks of consecutive tiles (of one or several
 // images): the rows of the chunk's images that its tiles cover are copied into a zero border, its tiles are
 // transformed into per-thread scratch, the product GEMMs run, and the results are transformed back. Chunks hold
 // enough tiles that each transformed filter bank is read from memory a few times per call at most, and start at
@@ -10,12 +10,14 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/transpose_tiles.h"
 #include "tensor/cpu/winograd_tiles.h"
 #include "tensor/cpu/winograd_transforms.h"
+#include "tensor/errors.h"
 
 namespace syncgrad::cpu::winograd {
 namespace {
@@ -243,12 +245,15 @@ void product_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
 
 // Tiles per chunk: about enough that the transformed data is 256 KiB (it then stays in L2) and at least
 // min(C_in, C_out) so that the filter bank (products x C_out x C_in floats) is read no more often than the data;
-// rounded up to whole images, then to whole vectors.
+// rounded up to whole images, but no more than a thread's share of the batch (wide layers on small images, such
+// as ResNet-18's last two stages, would otherwise make the whole batch one chunk, run by one of the intra-op
+// threads), then to whole vectors.
 template <int R, int M>
 int64_t tiles_per_chunk(const Geometry& g, int64_t batch, int64_t c_in, int64_t c_out) {
   const int64_t wanted = std::max<int64_t>((int64_t{256} << 10) / (4 * Sizes<R, M>::kProducts * std::max(c_in, c_out)),
                                            std::min(c_in, c_out));
-  const int64_t images = std::clamp<int64_t>((wanted + g.tiles_per_image - 1) / g.tiles_per_image, 1, batch);
+  const int64_t threads = get_num_threads(), share = (batch + threads - 1) / threads;
+  const int64_t images = std::clamp<int64_t>((wanted + g.tiles_per_image - 1) / g.tiles_per_image, 1, share);
   return padded<float>(images * g.tiles_per_image);
 }
 
@@ -390,13 +395,13 @@ void weight_outputs(const double* sums, int64_t c_out, int64_t c_in, int64_t cop
 template <int R, int M>
 void convolve(const float* x, const float* w, const float* bias, float* y, const ConvShape& s) {
   run_forward<R, M>(x, s.c_in, transformed_filters<R, M>(w, s.c_out, s.c_in, false), bias, y, s.c_out, s.batch,
-                 Geometry(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad));
+                    Geometry(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad));
 }
 
 template <int R, int M>
 void input_gradient(const float* gy, const float* w, float* gx, const ConvShape& s) {
   run_forward<R, M>(gy, s.c_out, transformed_filters<R, M>(w, s.c_in, s.c_out, true), nullptr, gx, s.c_in, s.batch,
-                 Geometry(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad));
+                    Geometry(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad));
 }
 
 // Tiles summed into a thread's float32 sums before they are added to the double total.
@@ -475,10 +480,15 @@ void weight_gradient(const float* gy, const float* x, float* gw, const ConvShape
   weight_outputs<R, M>(total, c_out, c_in, cop, gw);
 }
 
-// Calls f.operator()<R, M>() with the shape's kernel size and the tile side as compile-time constants
-// (supported(s, tile) holds).
+// Calls f.operator()<R, M>() with the shape's kernel size and the tile side as compile-time constants; refuses a
+// tiling the kernels do not have for the shape.
 template <class F>
 void with_tiling(const ConvShape& s, int64_t tile, const F& f) {
+  if (!supported(s, tile)) {
+    throw ValueError("winograd: no " + std::to_string(tile) + "x" + std::to_string(tile) + "-tile kernel for this " +
+                     std::to_string(s.kh) + "x" + std::to_string(s.kw) + " convolution (tilings: F(2x2, 3x3), " +
+                     "F(4x4, 3x3), F(4x4, 5x5); stride 1, same padding; check supported(shape, tile) first)");
+  }
   if (s.kh == 5) return f.template operator()<5, 4>();
   if (tile == 4) return f.template operator()<3, 4>();
   return f.template operator()<3, 2>();
@@ -499,12 +509,13 @@ bool has_tiling(int64_t kernel, int64_t tile) {
 }
 
 // F(4x4, 3x3) does 1.78x fewer multiplications than F(2x2, 3x3) and writes 1.78x fewer transformed values for
-// about the same transform work per output; it ran the ResNets' layers 1.2-1.4x faster in every pass (`syncgrad-bench
-// winograd`) except on 4x4 images, where each image is one tile and its weight gradient took 1.3x longer.
+// about the same transform work per output; it ran the ResNets' layers 1.2-1.5x faster in every pass
+// (`syncgrad-bench winograd`) except on 4x4 images, where each image is one tile: there the input gradient was no
+// faster and the weight gradient took 1.2-1.3x longer, more than the forward pass's 1.2x gained.
 int64_t tile_side(const ConvShape& s) { return s.kh == 5 || s.h > 4 || s.w > 4 ? 4 : 2; }
 
 bool supported(const ConvShape& s, int64_t tile) {
-  if (!(s.kh == 3 || s.kh == 5) || s.kw != s.kh || !has_tiling(s.kh, tile)) return false;
+  if (s.kw != s.kh || !has_tiling(s.kh, tile)) return false;
   const int64_t pad = s.kh / 2;
   const Geometry g(s.h, s.w, tile, pad);
   const int64_t limit = std::numeric_limits<int32_t>::max() / 2;
@@ -513,7 +524,7 @@ bool supported(const ConvShape& s, int64_t tile) {
          (s.batch + 1) * std::max(s.c_in, s.c_out) * g.plane < limit;
 }
 
-bool supported(const ConvShape& s) { return (s.kh == 3 || s.kh == 5) && supported(s, tile_side(s)); }
+bool supported(const ConvShape& s) { return supported(s, tile_side(s)); }
 
 void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s, int64_t tile) {
   with_tiling(s, tile, [&]<int R, int M>() { convolve<R, M>(x, w, bias, y, s); });

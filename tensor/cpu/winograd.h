@@ -32,7 +32,8 @@ int64_t tile_side(const ConvShape& s);
 bool supported(const ConvShape& s, int64_t tile);
 bool supported(const ConvShape& s);
 
-// y (N, C_out, H, W) = conv(x (N, C_in, H, W), w (C_out, C_in, R, R)) + bias (C_out; may be null).
+// y (N, C_out, H, W) = conv(x (N, C_in, H, W), w (C_out, C_in, R, R)) + bias (C_out; may be null). These three
+// throw ValueError where !supported(s, tile).
 void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s, int64_t tile);
 // gx (N, C_in, H, W) from gy (N, C_out, H, W) and w.
 void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s, int64_t tile);

@@ -1,10 +1,11 @@
 // Where the tiles of the Winograd conv kernels (tensor/cpu/winograd.cpp) lie in memory, and how 16 of them are
 // read and written at once: one vector lane per tile, so that the transforms (winograd_transforms.h) are a
-// handful of vector adds. A tile is an m x m block of the output (2x2 for 3x3 kernels, 4x4 for 5x5) and the
-// patch of the zero-bordered input it depends on (4x4 or 8x8). Where a vector's 2x2 tiles are runs of 16, 8 or 4
-// tiles side by side (images 32 pixels wide or a multiple, 16 or 8 wide) they are read and written with
-// whole-vector loads and shuffles; otherwise tile by tile, with the Width x Width blocks of Width vectors
-// transposed in registers (gather_rows(), scatter_rows()).
+// handful of vector adds. A tile is an m x m block of the output (2x2 or 4x4 for 3x3 kernels, 4x4 for 5x5) and
+// the patch of the zero-bordered input it depends on (4x4, 6x6 or 8x8). Where a vector's 2x2 tiles are runs of
+// 16, 8 or 4 tiles side by side (images 32 pixels wide or a multiple, 16 or 8 wide), or its 4x4 tiles runs of 4
+// (images a multiple of 16 pixels wide), they are read and written with whole-vector loads, stores and shuffles;
+// otherwise tile by tile, with the Width x Width blocks of Width vectors transposed in registers (gather_rows(),
+// scatter_rows()).
 #pragma once
 
 #include <bit>
@@ -19,7 +20,7 @@
 namespace syncgrad::cpu::winograd {
 
 using V = conv_gemm::Vec<float>;
-typedef float H __attribute__((vector_size(32)));  // half a vector: the 8 pixels of a run of 4 tiles
+typedef float H __attribute__((vector_size(32)));  // half a vector: 8 pixels, or one pixel of 8 tiles
 inline constexpr int64_t kLanes = conv_gemm::kLanes<float>;  // tiles per vector
 static_assert(kLanes == 16, "the Winograd kernels assume 16-float vectors");
 
@@ -181,8 +182,8 @@ template <int Segment>
 
 // Pixel Shift of the patch rows (6 or 8 pixels) of 16 4x4 tiles in runs of 4 side by side (tiles 4q..4q+3 of a
 // vector, run q starting at offset[4q]): lane l = base[offset(l) + Shift]. The 16 floats of run q from its pixel
-// Shift hold that pixel of its tiles at 0, 4, 8, 12 (the last tile's patch ends at 4 * 3 + Size, so up to
-// Size - 2 floats past the run's patches are read).
+// Shift hold that pixel of its tiles at 0, 4, 8, 12 (the run's patches end at 4 * 3 + Size and the read at
+// Shift + 16 <= Size + 15, so up to 3 floats past them are read and dropped).
 template <int Shift>
 [[gnu::always_inline]] inline V take_runs_of_4(const float* base, const int32_t* offset) {
   H half[2];
