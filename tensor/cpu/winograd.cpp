@@ -2,8 +2,9 @@
 // and winograd_transforms.h). The batch's tiles are processed in chunks of consecutive tiles (of one or several
 // images): the rows of the chunk's images that its tiles cover are copied into a zero border, its tiles are
 // transformed into per-thread scratch, the product GEMMs run, and the results are transformed back. Chunks hold
-// enough tiles that each transformed filter bank is read from memory a few times per call at most, and start at
-// a whole vector of them, so that no lane is wasted where an image's tile count is not a multiple of 16.
+// enough tiles that each transformed filter bank is read from memory a few times per thread and call at most
+// (tiles_per_chunk()), and start at a whole vector of them, so that no lane is wasted where an image's tile count
+// is not a multiple of 16.
 #include "tensor/cpu/winograd.h"
 
 #include <algorithm>
@@ -244,17 +245,18 @@ void product_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
 }
 
 // Tiles per chunk: about enough that the transformed data is 256 KiB (it then stays in L2) and at least
-// min(C_in, C_out) so that the filter bank (products x C_out x C_in floats) is read no more often than the data;
-// rounded up to whole images, but no more than a thread's share of the batch (wide layers on small images, such
-// as ResNet-18's last two stages, would otherwise make the whole batch one chunk, run by one of the intra-op
-// threads), then to whole vectors.
+// min(C_in, C_out) so that the filter bank (products x C_out x C_in floats) is read no more often than the data,
+// rounded up to whole images; but no more than a thread's share of the batch's tiles, so that every intra-op
+// thread has work (wide layers on small images, such as ResNet-18's last two stages, or a batch of one image
+// would otherwise be one chunk: one thread), at the price of each thread reading the bank; in whole vectors.
 template <int R, int M>
 int64_t tiles_per_chunk(const Geometry& g, int64_t batch, int64_t c_in, int64_t c_out) {
   const int64_t wanted = std::max<int64_t>((int64_t{256} << 10) / (4 * Sizes<R, M>::kProducts * std::max(c_in, c_out)),
                                            std::min(c_in, c_out));
-  const int64_t threads = get_num_threads(), share = (batch + threads - 1) / threads;
-  const int64_t images = std::clamp<int64_t>((wanted + g.tiles_per_image - 1) / g.tiles_per_image, 1, share);
-  return padded<float>(images * g.tiles_per_image);
+  const int64_t whole_images = (wanted + g.tiles_per_image - 1) / g.tiles_per_image * g.tiles_per_image;
+  const int64_t threads = get_num_threads();
+  const int64_t share = padded<float>((batch * g.tiles_per_image + threads - 1) / threads);
+  return padded<float>(std::min(whole_images, share));
 }
 
 // Where a chunk lies in the run of chunks of one thread.
@@ -487,7 +489,8 @@ void with_tiling(const ConvShape& s, int64_t tile, const F& f) {
   if (!supported(s, tile)) {
     throw ValueError("winograd: no " + std::to_string(tile) + "x" + std::to_string(tile) + "-tile kernel for this " +
                      std::to_string(s.kh) + "x" + std::to_string(s.kw) + " convolution (tilings: F(2x2, 3x3), " +
-                     "F(4x4, 3x3), F(4x4, 5x5); stride 1, same padding; check supported(shape, tile) first)");
+                     "F(4x4, 3x3), F(4x4, 5x5); stride 1, same padding, enough channels, 32-bit offsets; check " +
+                     "supported(shape, tile) first)");
   }
   if (s.kh == 5) return f.template operator()<5, 4>();
   if (tile == 4) return f.template operator()<3, 4>();
@@ -509,7 +512,7 @@ bool has_tiling(int64_t kernel, int64_t tile) {
 }
 
 // F(4x4, 3x3) does 1.78x fewer multiplications than F(2x2, 3x3) and writes 1.78x fewer transformed values for
-// about the same transform work per output; it ran the ResNets' layers 1.2-1.5x faster in every pass
+// about the same transform work per output; it ran the ResNets' layers 1.13-1.52x faster in every pass
 // (`syncgrad-bench winograd`) except on 4x4 images, where each image is one tile: there the input gradient was no
 // faster and the weight gradient took 1.2-1.3x longer, more than the forward pass's 1.2x gained.
 int64_t tile_side(const ConvShape& s) { return s.kh == 5 || s.h > 4 || s.w > 4 ? 4 : 2; }
@@ -520,7 +523,7 @@ bool supported(const ConvShape& s, int64_t tile) {
   const Geometry g(s.h, s.w, tile, pad);
   const int64_t limit = std::numeric_limits<int32_t>::max() / 2;
   return s.p.stride == Size2(1) && s.p.padding == Size2(pad) && s.p.dilation == Size2(1) && s.groups == 1 &&
-         s.h >= 1 && s.w >= 1 && s.c_in >= min_input_channels(s.kh) && s.c_out >= min_output_channels(s.kh) &&
+         s.batch >= 1 && s.h >= 1 && s.w >= 1 && s.c_in >= min_input_channels(s.kh) && s.c_out >= min_output_channels(s.kh) &&
          (s.batch + 1) * std::max(s.c_in, s.c_out) * g.plane < limit;
 }
 

@@ -153,10 +153,14 @@ TEST_CASE("winograd conv2d 5x5: the bundled CNN's second layer (14x14: 16 4x4 ti
 }
 
 TEST_CASE("winograd conv2d: batches split into chunks, some starting inside an image") {
-  check_case({33, 8, 8, 14, 14}, 5, 41);
-  check_case({21, 8, 12, 14, 14}, 3, 43);  // 49 tiles per image, chunks of 544
-  check_case({9, 8, 8, 32, 32}, 3, 45);    // whole images of 256 tiles per chunk
-  check_case({5, 8, 8, 40, 40}, 5, 47);    // 100 tiles per image, chunks of 208
+  const int before = get_num_threads();
+  set_num_threads(1);  // the chunk sizes below are one thread's (with more, chunks are at most a thread's share)
+  check_case({33, 8, 8, 14, 14}, 5, 41);   // 16 4x4 tiles per image, chunks of 128: 8 whole images
+  check_case({21, 8, 12, 14, 14}, 3, 43);  // 4x4 tiles: 16 per image, chunks of 160; 2x2: 49, chunks of 352
+  check_case({9, 8, 8, 32, 32}, 3, 45);    // 4x4 tiles: 64 per image, chunks of 256; 2x2: 256, chunks of 512
+  check_case({5, 8, 8, 40, 40}, 5, 47);    // 100 4x4 tiles per image, chunks of 208
+  check_case({13, 8, 8, 20, 20}, 3, 49);   // 4x4 tiles: 25 per image, chunks of 256
+  set_num_threads(before);
 }
 
 TEST_CASE("winograd conv2d: several intra-op threads give the one-thread results, on every tiling") {

@@ -4,9 +4,9 @@ parameters randomised so that eval mode differs from train mode):
 1. PyTorch -> syncgrad: the state dict saved with safetensors loads strictly in syncgrad (resnet_forward), and
    the eval-mode logits, train-mode logits and loss, every parameter gradient and the updated running
    statistics (float32) agree with PyTorch's float64 results for the same weights and batch (the gradients within
-   5e-4: the 3x3 Winograd kernels on 4x4 tiles round more than a direct convolution and train-mode BatchNorm over
-   a batch of 8 amplifies it to ~1.6e-4 for ResNet-20; PyTorch's own float32 gradients, printed beside, are off
-   by ~1e-3 there).
+   5e-4 for ResNet-20, 5e-5 for ResNet-18: the 3x3 Winograd kernels on 4x4 tiles round more than a direct
+   convolution and train-mode BatchNorm over a batch of 8 amplifies it to ~1.6e-4 for ResNet-20; PyTorch's own
+   float32 gradients, printed beside, are off by ~1e-3 there).
 2. syncgrad -> PyTorch: the model.safetensors that `syncgrad-train --model resnet20 --dataset cifar10` saved
    loads strictly into the PyTorch definition; its --init-from accepts a PyTorch state dict.
 Prints one line per check and exits 1 on any failure.
@@ -35,6 +35,10 @@ def check(what, ok, detail=""):
 
 def relative_error(got, want):
     return ((got.double() - want.double()).abs().max() / (1 + want.double().abs().max())).item()
+
+
+# Measured worst gradient errors: ResNet-20 1.6e-4 (behind train-mode BatchNorm over 8 images), ResNet-18 4.2e-6.
+GRADIENT_BOUND = {"resnet20": 5e-4, "resnet18": 5e-5}
 
 
 def compare_model(helper, name, batch, work):
@@ -78,7 +82,7 @@ def compare_model(helper, name, batch, work):
         check(f"{name}: {what} match PyTorch", err < 1e-5, f"relative error {err:.1e}")
     worst = max(((relative_error(ours["grad." + n], p.grad), n) for n, p in model.named_parameters()))
     torch32 = max(relative_error(p32.grad, p.grad) for p32, p in zip(model32.parameters(), model.parameters()))
-    check(f"{name}: every parameter gradient matches PyTorch", worst[0] < 5e-4,
+    check(f"{name}: every parameter gradient matches PyTorch", worst[0] < GRADIENT_BOUND[name],
           f"worst {worst[0]:.1e} at {worst[1]}; PyTorch's float32: {torch32:.1e}")
     worst = max(((relative_error(ours["state." + n], b), n) for n, b in model.named_buffers()))
     check(f"{name}: running statistics after a train-mode forward match PyTorch", worst[0] < 1e-5,
