@@ -276,8 +276,8 @@ void dispatch(const char* op, const Tensor& result, std::initializer_list<Tensor
 }
 
 // Whether a conv kernel writing `result` runs on the bfloat16 dot-product kernels: stride 1, where the kernels
-// are chosen, and not where float32 runs Winograd, whose 2.8x (5x5) or 2.25x (3x3) fewer multiplications beat
-// vdpbf16ps's twice the FMA's rate.
+// are chosen, and not where float32 runs Winograd, whose 6.25x (5x5) or 4x (3x3; 2.25x on images of at most 4x4)
+// fewer multiplications beat vdpbf16ps's twice the FMA's rate.
 bool on_bf16_dot(const Tensor& result, const ConvShape& s) {
   return result.dtype() == DType::bf16 && unit_stride(s) && bf16::dot_available() && !winograd::supported(s);
 }

@@ -8,9 +8,9 @@
 //   grad input:   the forward with grad_out as input and the flipped, transposed filters
 //   grad weight:  S^T_k (C_in, C_out) += V_k (C_in, T) * E^T_k (T, C_out) over all tiles, then C^T S C
 // k = one position of a transformed (m + R - 1)^2 tile, T = tiles of the chunk (one per m x m output block).
-// Results differ from the direct convolution by rounding only: relative ~5e-7 for F(2x2, 3x3), 1e-6 to 1.3e-5 for
-// F(4x4, 3x3) (growing with the channels), ~5e-6 (forward) to ~1e-5 (weight gradient) for F(4x4, 5x5)
-// (tests/tensor/test_winograd.cpp).
+// Results differ from the direct convolution by rounding only: relative 1e-7 to 9e-7 for F(2x2, 3x3), 8e-7 to
+// 1.3e-5 for F(4x4, 3x3) (growing with the channels), ~5e-6 (forward) to ~1e-5 (weight gradient) for F(4x4, 5x5)
+// (tests/tensor/test_winograd.cpp; docs/BENCHMARKS.md for wider layers).
 #pragma once
 
 #include "tensor/cpu/conv_im2col.h"
