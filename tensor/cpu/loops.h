@@ -3,11 +3,13 @@
 // and calls `inner(ptrs, inner_strides, n)` once per innermost run of n elements.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
 
 #include "tensor/tensor.h"
+#include "tensor/threads.h"
 
 namespace syncgrad::cpu {
 
@@ -81,6 +83,58 @@ void for_each_strided(const Shape& shape, const std::array<char*, K>& bases,
       index[d] = 0;
     }
   }
+}
+
+// Elements below which for_each_strided_parallel stays on the calling thread.
+inline constexpr int64_t kStridedParallelGrain = 1 << 16;
+
+// for_each_strided split over the intra-op threads: the merged layout's runs (or, when it is a single run,
+// pieces of that run) are divided into contiguous ranges, one per thread. Only for kernels whose every
+// element is independent of the others (copies, elementwise maps): no operand may be a reduction target.
+template <size_t K, class Inner>
+void for_each_strided_parallel(const Shape& shape, const std::array<char*, K>& bases,
+                               const std::array<const Tensor*, K>& operands, Inner&& inner) {
+  int64_t total = 1;
+  for (int64_t s : shape) total *= s;
+  if (total < 2 * kStridedParallelGrain || get_num_threads() == 1) {
+    for_each_strided<K>(shape, bases, operands, inner);
+    return;
+  }
+  const StridedLayout<K> layout = make_layout<K>(shape, operands);
+  const size_t nd = layout.sizes.size();
+  const int64_t n = layout.sizes[nd - 1];
+  std::array<int64_t, K> inner_strides;
+  for (size_t k = 0; k < K; ++k) inner_strides[k] = layout.strides[k][nd - 1];
+  if (nd == 1) {  // one run: threads take pieces of it
+    parallel_for(n, kStridedParallelGrain, [&](int64_t begin, int64_t end) {
+      std::array<char*, K> ptrs = bases;
+      for (size_t k = 0; k < K; ++k) ptrs[k] += begin * inner_strides[k];
+      inner(ptrs, inner_strides, end - begin);
+    });
+    return;
+  }
+  const int64_t runs = total / n;
+  parallel_for(runs, std::max<int64_t>(1, kStridedParallelGrain / n), [&](int64_t begin, int64_t end) {
+    // The outer index of run `begin`, then odometer steps as in for_each_strided.
+    std::vector<int64_t> index(nd - 1, 0);
+    std::array<char*, K> ptrs = bases;
+    int64_t rest = begin;
+    for (size_t d = nd - 1; d-- > 0;) {
+      index[d] = rest % layout.sizes[d];
+      rest /= layout.sizes[d];
+      for (size_t k = 0; k < K; ++k) ptrs[k] += index[d] * layout.strides[k][d];
+    }
+    for (int64_t run = begin; run < end; ++run) {
+      inner(ptrs, inner_strides, n);
+      for (size_t d = nd - 1; d-- > 0;) {
+        ++index[d];
+        for (size_t k = 0; k < K; ++k) ptrs[k] += layout.strides[k][d];
+        if (index[d] < layout.sizes[d]) break;
+        for (size_t k = 0; k < K; ++k) ptrs[k] -= layout.strides[k][d] * layout.sizes[d];
+        index[d] = 0;
+      }
+    }
+  });
 }
 
 }  // namespace syncgrad::cpu

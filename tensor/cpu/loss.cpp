@@ -1,11 +1,15 @@
 // CPU loss kernels over class-dim inputs laid out (N, C, S) with int64 targets (N, S): the fused
 // log_softmax + nll (+ label smoothing) forward and backward of cross_entropy, nll_loss, and one_hot.
-// Each position's C logits are gathered into a float/double row so Eigen's vectorised exp applies.
+// Each position's C logits are gathered into a float/double row so Eigen's vectorised exp applies; positions
+// are independent, so cross_entropy splits them over the intra-op threads.
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/loss.h"
+#include "tensor/threads.h"
 
 namespace syncgrad::cpu {
 namespace {
@@ -20,23 +24,31 @@ template <class M> using RowBuffer = Eigen::Array<M, Eigen::Dynamic, 1>;
 
 bool out_of_range(int64_t t, int64_t classes) { return t < 0 || t >= classes; }
 
+// Positions per parallel chunk so that a chunk covers about 2^14 logits.
+int64_t positions_grain(int64_t classes) {
+  return std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, classes));
+}
+
 TargetScan cross_entropy_kernel(const Tensor& losses, const Tensor& lse, const Tensor& logits, const Tensor& target,
                                 int64_t ignore_index, double label_smoothing) {
   const int64_t n = logits.sizes()[0], c = logits.sizes()[1], s = logits.sizes()[2];
   const int64_t* t = static_cast<const int64_t*>(target.data_ptr());
   TargetScan scan;
+  std::mutex scan_mutex;
   visit_floating(logits.dtype(), "cross_entropy", [&]<class T>() {
     using M = loss_t<T>;
     const T* x = static_cast<const T*>(logits.data_ptr());
     M* loss = static_cast<M*>(losses.data_ptr());
     M* lse_out = static_cast<M*>(lse.data_ptr());
     const M smoothing = static_cast<M>(label_smoothing);
-    RowBuffer<M> buffer(c);
-    Row<M> row(buffer.data(), c);
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < s; ++j) {
-        const int64_t pos = i * s + j;
-        const T* first = x + i * c * s + j;
+    // Positions are independent: each chunk scans its own, and the scans are merged (the first invalid target
+    // by position wins, whatever thread found it).
+    parallel_for(n * s, positions_grain(c), [&](int64_t begin, int64_t end) {
+      TargetScan chunk;
+      RowBuffer<M> buffer(c);
+      Row<M> row(buffer.data(), c);
+      for (int64_t pos = begin; pos < end; ++pos) {
+        const T* first = x + (pos / s) * c * s + pos % s;
         for (int64_t k = 0; k < c; ++k) buffer[k] = static_cast<M>(first[k * s]);
         const M top = row.maxCoeff();
         const M log_total = top + std::log((row - top).exp().sum());
@@ -46,16 +58,23 @@ TargetScan cross_entropy_kernel(const Tensor& losses, const Tensor& lse, const T
           continue;
         }
         if (out_of_range(t[pos], c)) {
-          scan.invalid_position = pos;
-          scan.invalid_value = t[pos];
-          return;
+          chunk.invalid_position = pos;
+          chunk.invalid_value = t[pos];
+          break;
         }
-        ++scan.valid;
+        ++chunk.valid;
         M value = (1 - smoothing) * (log_total - buffer[t[pos]]);
         if (smoothing > 0) value += smoothing * (log_total - row.sum() / static_cast<M>(c));
         loss[pos] = value;
       }
-    }
+      const std::lock_guard<std::mutex> lock(scan_mutex);
+      scan.valid += chunk.valid;
+      if (chunk.invalid_position >= 0 &&
+          (scan.invalid_position < 0 || chunk.invalid_position < scan.invalid_position)) {
+        scan.invalid_position = chunk.invalid_position;
+        scan.invalid_value = chunk.invalid_value;
+      }
+    });
   });
   return scan;
 }
@@ -72,13 +91,13 @@ void cross_entropy_backward_kernel(const Tensor& grad_logits, const Tensor& logi
     const M* lse_in = static_cast<const M*>(lse.data_ptr());
     const M* w = static_cast<const M*>(weights.data_ptr());
     const M smoothing = static_cast<M>(label_smoothing);
-    RowBuffer<M> buffer(c);
-    Row<M> row(buffer.data(), c);
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < s; ++j) {
-        const int64_t pos = i * s + j;
-        const T* first = x + i * c * s + j;
-        T* grad_first = gx + i * c * s + j;
+    parallel_for(n * s, positions_grain(c), [&](int64_t begin, int64_t end) {
+      RowBuffer<M> buffer(c);
+      Row<M> row(buffer.data(), c);
+      for (int64_t pos = begin; pos < end; ++pos) {
+        const int64_t offset = (pos / s) * c * s + pos % s;
+        const T* first = x + offset;
+        T* grad_first = gx + offset;
         if (t[pos] == ignore_index) {
           for (int64_t k = 0; k < c; ++k) grad_first[k * s] = T(0);
           continue;
@@ -89,7 +108,7 @@ void cross_entropy_backward_kernel(const Tensor& grad_logits, const Tensor& logi
         buffer[t[pos]] -= (1 - smoothing) * w[pos];
         for (int64_t k = 0; k < c; ++k) grad_first[k * s] = static_cast<T>(buffer[k]);
       }
-    }
+    });
   });
 }
 

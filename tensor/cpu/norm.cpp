@@ -2,8 +2,8 @@
 // Statistics are two-pass (mean, then centred squares) in double; the elementwise parts run in opmath (float for
 // f32 and the half types, double for f64) as one fused scale-and-shift per element. Batch norm handles a group of
 // channels start to end (statistics or gradient sums, then the elementwise pass) while the group is in cache.
-// Work is split over channels (batch norm), rows (layer norm) or features (layer norm parameter gradients), so
-// every sum has a fixed order whatever the thread count.
+// Work is split over channels (batch norm) or rows (layer norm; its parameter gradients are summed per fixed
+// block of rows, the blocks then added in order), so every sum has a fixed order whatever the thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -109,6 +109,32 @@ GradSums grad_sums_run(const T* dy, const T* x, const double* w, int64_t n, doub
   }
   return {lanes_total(g_lanes), lanes_total(gx_lanes)};
 }
+
+// Adds one row's layer norm parameter gradients, dy * xhat with xhat = (x - mu) * s (weight) and dy (bias),
+// into gw and gb, in double.
+template <class T>
+void accumulate_param_grads(const T* dy, const T* x, int64_t n, double mu, double s, double* __restrict gw,
+                            double* __restrict gb) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const Lanes g = load_lanes(dy + i);
+    Lanes w_sum, b_sum;
+    std::memcpy(&w_sum, gw + i, sizeof w_sum);
+    std::memcpy(&b_sum, gb + i, sizeof b_sum);
+    w_sum += g * ((load_lanes(x + i) - mu) * s);
+    b_sum += g;
+    std::memcpy(gw + i, &w_sum, sizeof w_sum);
+    std::memcpy(gb + i, &b_sum, sizeof b_sum);
+  }
+  for (; i < n; ++i) {
+    const double g = convert<double>(dy[i]);
+    gw[i] += g * ((convert<double>(x[i]) - mu) * s);
+    gb[i] += g;
+  }
+}
+
+// Rows per partial sum of the layer norm parameter gradients.
+constexpr int64_t kLayerNormRowBlock = 64;
 
 // ---- batch norm: contiguous (N, C, L); channel c of sample n is the run at (n * C + c) * L ----
 
@@ -383,13 +409,21 @@ void layer_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_wei
     std::vector<double> w = load_vector(weight);
     if (w.empty()) w.assign(k, 1.0);
     std::vector<M> w_m(w.begin(), w.end());
-    if (grad_input.defined()) {
-      T* gx = static_cast<T*>(grad_input.data_ptr());
-      // With g = dy * w and xhat = (x - mean) * rstd: grad_input = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-      parallel_for(rows, grain_for(k), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
+    T* gx = grad_input.defined() ? static_cast<T*>(grad_input.data_ptr()) : nullptr;
+    const bool param_grads = grad_weight.defined() || grad_bias.defined();
+    // Parameter gradients: each block of kLayerNormRowBlock rows sums into its own partial (weight then bias),
+    // the partials are added in block order, so the sums do not depend on the thread count.
+    const int64_t blocks = (rows + kLayerNormRowBlock - 1) / kLayerNormRowBlock;
+    std::vector<double> partials(param_grads ? static_cast<size_t>(blocks * 2 * k) : 0, 0.0);
+    parallel_for(blocks, grain_for(kLayerNormRowBlock * k), [&](int64_t b0, int64_t b1) {
+      for (int64_t block = b0; block < b1; ++block) {
+        double* block_gw = param_grads ? partials.data() + block * 2 * k : nullptr;
+        for (int64_t r = block * kLayerNormRowBlock; r < std::min(rows, (block + 1) * kLayerNormRowBlock); ++r) {
           const int64_t base = r * k;
           const double mu = mean[r], s = rstd[r];
+          if (block_gw != nullptr) accumulate_param_grads(dy + base, x + base, k, mu, s, block_gw, block_gw + k);
+          if (gx == nullptr) continue;
+          // With g = dy * w and xhat = (x - mean) * rstd: grad_input = rstd * (g - mean(g) - xhat * mean(g * xhat)).
           GradSums sums = grad_sums_run(dy + base, x + base, w.data(), k, mu);
           const M rs = static_cast<M>(s), m = static_cast<M>(mu);
           const M mean_g = static_cast<M>(sums.g / static_cast<double>(k));
@@ -400,21 +434,17 @@ void layer_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_wei
             gx[base + i] = static_cast<T>(rs * (g - mean_g - xhat * mean_g_xhat));
           }
         }
-      });
-    }
-    if (grad_weight.defined() || grad_bias.defined()) {
+      }
+    });
+    if (param_grads) {
       std::vector<double> gw(k, 0.0), gb(k, 0.0);
-      parallel_for(k, grain_for(rows), [&](int64_t k0, int64_t k1) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t base = r * k;
-          const double mu = mean[r], s = rstd[r];
-          for (int64_t i = k0; i < k1; ++i) {
-            double g = convert<double>(dy[base + i]);
-            gw[i] += g * (convert<double>(x[base + i]) - mu) * s;
-            gb[i] += g;
-          }
+      for (int64_t block = 0; block < blocks; ++block) {
+        const double* block_gw = partials.data() + block * 2 * k;
+        for (int64_t i = 0; i < k; ++i) {
+          gw[i] += block_gw[i];
+          gb[i] += block_gw[k + i];
         }
-      });
+      }
       store_vector(grad_weight, gw);
       store_vector(grad_bias, gb);
     }

@@ -131,6 +131,39 @@ TEST_CASE("copy_ broadcasts and converts, and bumps the version") {
   CHECK_THROWS_AS(raw::copy_(dst, zeros({4})), ShapeError);
 }
 
+TEST_CASE("large copies split over threads: transposed, sliced, broadcast, converting and contiguous") {
+  // 300 x 700 = 210,000 elements: above the size at which copies run on several threads.
+  Tensor base = arange(0, 300 * 700, 1, {.dtype = DType::f32});
+  Tensor matrix = raw::view(base, {300, 700});
+  const std::vector<float> flat = to_vector<float>(base);
+  const int saved_threads = get_num_threads();
+  for (int threads : {1, 2, 3}) {
+    INFO(threads << " threads");
+    set_num_threads(threads);
+    Tensor transposed = raw::contiguous(raw::transpose(matrix, 0, 1));  // (700, 300): many strided runs
+    const std::vector<float> t = to_vector<float>(transposed);
+    bool transposed_ok = true;
+    for (int64_t i = 0; i < 700 && transposed_ok; ++i) {
+      for (int64_t j = 0; j < 300; ++j) transposed_ok = transposed_ok && t[i * 300 + j] == flat[j * 700 + i];
+    }
+    CHECK(transposed_ok);
+    Tensor wide = zeros({300, 1400});
+    raw::copy_(raw::narrow(wide, 1, 700, 700), matrix);  // the right half of each row
+    const std::vector<float> w = to_vector<float>(wide);
+    CHECK(w[0] == 0.0f);
+    CHECK(w[700] == flat[0]);
+    CHECK(w[299 * 1400 + 1399] == flat[299 * 700 + 699]);
+    CHECK(w[299 * 1400 + 699] == 0.0f);
+    Tensor rows = zeros({300, 700});
+    raw::copy_(rows, raw::narrow(matrix, 0, 0, 1));  // one row broadcast to every row
+    const std::vector<float> r = to_vector<float>(rows);
+    CHECK(r[299 * 700 + 5] == flat[5]);
+    Tensor doubles = raw::to(matrix, DType::f64);  // one contiguous run, converted
+    CHECK(to_vector<float>(doubles) == flat);
+  }
+  set_num_threads(saved_threads);
+}
+
 TEST_CASE("CUDA requests fail with a clear error when there is no CUDA device") {
   if (cuda_is_available()) return;
   try {

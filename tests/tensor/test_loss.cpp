@@ -168,6 +168,33 @@ TEST_CASE("cross_entropy errors name the values, positions and shapes") {
   CHECK_THROWS_AS(cross_entropy(zeros({2, 0}), tensor({0, 0})), ShapeError);
 }
 
+TEST_CASE("cross_entropy over many positions split over threads: the same bits, the first bad target named") {
+  // (N, C, S) = (40, 300, 25): 1,000 positions of 300 classes each, several chunks on 2 or 3 threads.
+  Tensor x = randn({40, 300, 25});
+  Tensor target = randint(0, 300, {40, 25});
+  const int saved_threads = get_num_threads();
+  std::vector<float> losses[3], grads[3];
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    Tensor logits = raw::clone(x).requires_grad_();
+    Tensor loss = cross_entropy(logits, target, {.reduction = Reduction::none});
+    loss.sum().backward();
+    losses[threads - 1] = to_vector<float>(loss);
+    grads[threads - 1] = to_vector<float>(logits.grad());
+  }
+  CHECK(losses[0] == losses[1]);
+  CHECK(losses[0] == losses[2]);
+  CHECK(grads[0] == grads[1]);
+  CHECK(grads[0] == grads[2]);
+  // Bad targets in the last positions: the earliest one is reported, whichever thread scanned it.
+  Tensor bad = raw::clone(target);
+  raw::fill_(raw::select(raw::select(bad, 0, 39), 0, 24), 777);
+  raw::fill_(raw::select(raw::select(bad, 0, 30), 0, 2), 555);
+  set_num_threads(2);
+  check_error([&] { cross_entropy(x, bad); }, {"target 555", "[30, 2]", "300 classes"});
+  set_num_threads(saved_threads);
+}
+
 TEST_CASE("nll_loss: picks -log_probs at the targets, ignore_index, reductions") {
   Tensor x = logits_4x3();
   Tensor lp = log_softmax(x, 1);

@@ -297,6 +297,39 @@ TEST_CASE("layer_norm backward in float32 matches float64") {
   for (size_t i = 0; i < 3; ++i) check_close(grads[1][i], grads[0][i], 1e-4);
 }
 
+TEST_CASE("layer_norm parameter gradients over rows in several blocks, with a tail, match a double reference") {
+  // 1000 rows: 15 full blocks of 64 and a partial one; 37 features: four vectors of 8 and a scalar tail.
+  const int64_t rows = 1000, k = 37;
+  Tensor x64 = random_f64({rows, k}, 41), g64 = random_f64({rows, k}, 42), w64 = random_f64({k}, 43);
+  const std::vector<double> xs = values(x64), gs = values(g64);
+  std::vector<double> ref_gw(k, 0.0), ref_gb(k, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < k; ++i) mean += xs[r * k + i] / k;
+    for (int64_t i = 0; i < k; ++i) var += (xs[r * k + i] - mean) * (xs[r * k + i] - mean) / k;
+    const double rstd = 1 / std::sqrt(var + 1e-5);
+    for (int64_t i = 0; i < k; ++i) {
+      ref_gw[i] += gs[r * k + i] * (xs[r * k + i] - mean) * rstd;
+      ref_gb[i] += gs[r * k + i];
+    }
+  }
+  const int saved_threads = get_num_threads();
+  std::vector<double> grads[2][2];
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Tensor x = raw::to(x64, DType::f32), w = raw::to(w64, DType::f32).requires_grad_();
+    Tensor b = zeros({k}).requires_grad_();
+    layer_norm(x, {k}, w, b).backward(raw::to(g64, DType::f32));  // no input gradient: the parameters' path alone
+    grads[threads - 1][0] = values(w.grad());
+    grads[threads - 1][1] = values(b.grad());
+  }
+  set_num_threads(saved_threads);
+  CHECK(grads[0][0] == grads[1][0]);
+  CHECK(grads[0][1] == grads[1][1]);
+  check_close(grads[1][0], ref_gw, 1e-5);
+  check_close(grads[1][1], ref_gb, 1e-5);
+}
+
 TEST_CASE("layer_norm errors") {
   Tensor x = zeros({2, 3, 4});
   std::string msg = error_of<ShapeError>([&] { layer_norm(x, {3}); });
