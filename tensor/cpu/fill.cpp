@@ -1,4 +1,5 @@
-// CPU fill kernel: every element of a (possibly strided) tensor set to one value.
+// CPU fill kernel: every element of a (possibly strided) tensor set to one value, split over the intra-op
+// threads when large.
 #include <algorithm>
 
 #include "tensor/cpu/loops.h"
@@ -18,15 +19,15 @@ void fill_kernel(const Tensor& out, const Scalar& value) {
     } else {
       v = static_cast<T>(value.is_floating() ? value.to_double() : static_cast<double>(value.to_int()));
     }
-    for_each_strided<1>(out.sizes(), {static_cast<char*>(out.data_ptr())}, {&out},
-                        [v](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
-                          if (s[0] == sizeof(T)) {
-                            std::fill_n(reinterpret_cast<T*>(p[0]), n, v);
-                            return;
-                          }
-                          char* o = p[0];
-                          for (int64_t i = 0; i < n; ++i, o += s[0]) *reinterpret_cast<T*>(o) = v;
-                        });
+    auto fill_run = [v](const std::array<char*, 1>& p, const std::array<int64_t, 1>& s, int64_t n) {
+      if (s[0] == sizeof(T)) {
+        std::fill_n(reinterpret_cast<T*>(p[0]), n, v);
+        return;
+      }
+      char* o = p[0];
+      for (int64_t i = 0; i < n; ++i, o += s[0]) *reinterpret_cast<T*>(o) = v;
+    };
+    for_each_strided_parallel<1>(out.sizes(), {static_cast<char*>(out.data_ptr())}, {&out}, fill_run);
   });
 }
 

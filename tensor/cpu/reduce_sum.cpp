@@ -1,8 +1,6 @@
 // CPU sum kernel: walks the input once; where the innermost run is reduced it sums the run by cascade
-// summation (vectorised blocks combined pairwise), otherwise it adds rows into the outputs elementwise (split
-// over columns on several threads when a large sum reduces leading dimensions).
-#include <algorithm>
-
+// summation (vectorised blocks combined pairwise), otherwise it adds rows into the outputs elementwise. Large
+// sums split a dimension they keep over the intra-op threads.
 #include "tensor/cpu/loops.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/reduce.h"
@@ -39,59 +37,9 @@ Acc sum_run(const char* p, int64_t stride, int64_t n) {
   return lanes[0];
 }
 
-// The columns of a sum over leading dimensions: `in` contiguous (rows, cols) once its leading dims are merged,
-// `out` contiguous over the trailing ones, every reduced dim before every kept one (a linear layer's bias
-// gradient). 0 when the sum has another layout.
-int64_t leading_reduction_columns(const Tensor& out, const Tensor& in) {
-  if (!in.is_contiguous() || !out.is_contiguous() || out.dim() != in.dim()) return 0;
-  int64_t cols = 1;
-  bool kept_seen = false;
-  for (int64_t d = 0; d < in.dim(); ++d) {
-    const bool reduced = out.sizes()[d] == 1 && in.sizes()[d] != 1;
-    if (reduced && kept_seen) return 0;
-    if (!reduced) {
-      kept_seen = kept_seen || in.sizes()[d] != 1;
-      cols *= in.sizes()[d];
-    }
-  }
-  return cols;
-}
-
-// Adds each row of `in` (rows, cols) into `out` (cols), the columns split over the intra-op threads; every
-// column is summed in row order, as the one-thread loop does, so the result does not depend on the threads.
-template <class Acc, class In>
-void sum_rows_by_columns(Acc* __restrict out, const In* __restrict in, int64_t rows, int64_t cols) {
-  constexpr int64_t kColumnBlock = 16;
-  const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;
-  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    const int64_t c0 = b0 * kColumnBlock, c1 = std::min(cols, b1 * kColumnBlock);
-    for (int64_t r = 0; r < rows; ++r) {
-      const In* x = in + r * cols;
-      for (int64_t c = c0; c < c1; ++c) out[c] += convert<Acc>(x[c]);
-    }
-  });
-}
-
-void sum_into_kernel(const Tensor& out, const Tensor& in) {
-  constexpr int64_t kParallelElements = 1 << 17;
-  const int64_t cols = leading_reduction_columns(out, in);
-  if (cols >= 32 && in.numel() >= kParallelElements && get_num_threads() > 1) {
-    visit_numeric(out.dtype(), "sum", [&]<class Acc>() {
-      visit_all(in.dtype(), "sum", [&]<class In>() {
-        sum_rows_by_columns(static_cast<Acc*>(out.data_ptr()), static_cast<const In*>(in.data_ptr()),
-                            in.numel() / cols, cols);
-      });
-    });
-    return;
-  }
-  // View `out` with in's shape and zero strides on reduced dims.
-  Shape strides = out.strides();
-  for (size_t d = 0; d < strides.size(); ++d) {
-    if (out.sizes()[d] == 1) strides[d] = 0;
-  }
-  Tensor out_view = Tensor(std::make_shared<TensorImpl>(out.impl()->storage(), out.dtype(), in.sizes(), strides,
-                                                        out.storage_offset()));
-  visit_numeric(out.dtype(), "sum", [&]<class Acc>() {
+// Adds `in` into out_view (in's shape, zero strides on the reduced dims) on the calling thread.
+void sum_strided(const Tensor& out_view, const Tensor& in) {
+  visit_numeric(out_view.dtype(), "sum", [&]<class Acc>() {
     visit_all(in.dtype(), "sum", [&]<class In>() {
       for_each_strided<2>(in.sizes(), {static_cast<char*>(out_view.data_ptr()), static_cast<char*>(in.data_ptr())},
                           {&out_view, &in},
@@ -111,6 +59,36 @@ void sum_into_kernel(const Tensor& out, const Tensor& in) {
                           });
     });
   });
+}
+
+// The longest dimension the sum keeps (out's size there is in's, above 1), or -1 when it keeps none.
+int64_t widest_kept_dim(const Tensor& out, const Tensor& in) {
+  int64_t widest = -1;
+  for (int64_t d = 0; d < in.dim(); ++d) {
+    if (out.sizes()[d] > 1 && (widest < 0 || in.sizes()[d] > in.sizes()[widest])) widest = d;
+  }
+  return widest;
+}
+
+void sum_into_kernel(const Tensor& out, const Tensor& in) {
+  constexpr int64_t kParallelElements = 1 << 17;
+  // View `out` with in's shape and zero strides on reduced dims.
+  Shape strides = out.strides();
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (out.sizes()[d] == 1) strides[d] = 0;
+  }
+  Tensor out_view = Tensor(std::make_shared<TensorImpl>(out.impl()->storage(), out.dtype(), in.sizes(), strides,
+                                                        out.storage_offset()));
+  // Large sums split a kept dimension over the threads: each output element is still summed by one thread in
+  // the one-thread order, so the result does not depend on the thread count.
+  const int64_t split = widest_kept_dim(out, in);
+  if (split >= 0 && in.numel() >= kParallelElements && get_num_threads() > 1) {
+    parallel_for(in.sizes()[split], 1, [&](int64_t begin, int64_t end) {
+      sum_strided(raw::narrow(out_view, split, begin, end - begin), raw::narrow(in, split, begin, end - begin));
+    });
+    return;
+  }
+  sum_strided(out_view, in);
 }
 
 const KernelRegistrar registered(kernels::sum_into, DeviceType::kCPU, &sum_into_kernel);

@@ -19,6 +19,7 @@
 #include "tensor/cpu/winograd_tiles.h"
 #include "tensor/cpu/winograd_transforms.h"
 #include "tensor/errors.h"
+#include "tensor/threads.h"
 
 namespace syncgrad::cpu::winograd {
 namespace {
@@ -347,29 +348,32 @@ constexpr int64_t kFilters = 8;
 
 // u (products, rows, cols) <- the transformed RxR filters G g G^T; filter (r, c) is w + (r * cols + c) * R * R
 // when !swap, else the 180-degree rotation of w + (c * rows + r) * R * R (the filters of the input gradient). In
-// per-thread scratch; transformed in double, 8 filters at a time, rounded once.
+// the calling thread's scratch; transformed in double, 8 filters at a time, rounded once, rows split over the
+// intra-op threads.
 template <int R, int M>
 const float* transformed_filters(const float* w, int64_t rows, int64_t cols, bool swap) {
   constexpr int n = Sizes<R, M>::kPatch, taps = R * R;
   float* u = scratch<float, 16>(Sizes<R, M>::kProducts * rows * cols);
-  Filters g[taps], t[n * n];
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c0 = 0; c0 < cols; c0 += kFilters) {
-      const int64_t count = std::min(kFilters, cols - c0);
-      for (int64_t l = 0; l < kFilters; ++l) {
-        const int64_t c = c0 + std::min(l, count - 1);
-        const float* src = swap ? w + (c * rows + r) * taps : w + (r * cols + c) * taps;
-        for (int i = 0; i < taps; ++i) g[i][l] = swap ? src[taps - 1 - i] : src[i];
-      }
-      two_sided<n, R>(g, t, Tiling<R, M>::filter);
-      for (int i = 0; i < n; ++i) {
-        for (int j = 0; j < n; ++j) {
-          float* dst = u + ((j * n + i) * rows + r) * cols + c0;
-          for (int64_t l = 0; l < count; ++l) dst[l] = static_cast<float>(t[i * n + j][l]);
+  parallel_for(rows, 1, [&](int64_t r0, int64_t r1) {
+    Filters g[taps], t[n * n];
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t c0 = 0; c0 < cols; c0 += kFilters) {
+        const int64_t count = std::min(kFilters, cols - c0);
+        for (int64_t l = 0; l < kFilters; ++l) {
+          const int64_t c = c0 + std::min(l, count - 1);
+          const float* src = swap ? w + (c * rows + r) * taps : w + (r * cols + c) * taps;
+          for (int i = 0; i < taps; ++i) g[i][l] = swap ? src[taps - 1 - i] : src[i];
+        }
+        two_sided<n, R>(g, t, Tiling<R, M>::filter);
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < n; ++j) {
+            float* dst = u + ((j * n + i) * rows + r) * cols + c0;
+            for (int64_t l = 0; l < count; ++l) dst[l] = static_cast<float>(t[i * n + j][l]);
+          }
         }
       }
     }
-  }
+  });
   return u;
 }
 

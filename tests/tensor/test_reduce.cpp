@@ -77,24 +77,28 @@ TEST_CASE("sum of a million float32 values is accurate (cascade summation)") {
   }
 }
 
-TEST_CASE("sum over leading dims of a large tensor: the same bits on 1, 2 and 3 threads, and the double sum") {
-  // (64, 40, 100): rows of 100 columns summed over 2,560 rows, as a linear layer's bias gradient; 100 columns
-  // are not a whole number of the 16-column blocks the threads split.
+TEST_CASE("large sums split over threads give the same bits on 1, 2 and 3 threads, and the double sum") {
+  // (64, 40, 100): over the leading dims (a linear layer's bias gradient, rows of 100 columns) and over dims 0
+  // and 2 (a convolution's bias gradient: 40 channels kept, runs of 100 summed).
   Tensor x64 = randn({64, 40, 100}, {.dtype = DType::f64});
   Tensor x = raw::to(x64, DType::f32);
-  const std::vector<double> expected = to_vector<double>(raw::sum(x64, {0, 1}));
-  const int saved_threads = get_num_threads();
-  std::vector<float> by_threads[3];
-  for (int threads : {1, 2, 3}) {
-    set_num_threads(threads);
-    Tensor s = raw::sum(x, {0, 1});
-    CHECK(s.sizes() == Shape{100});
-    by_threads[threads - 1] = to_vector<float>(s);
+  for (const Shape& dims : {Shape{0, 1}, Shape{0, 2}}) {
+    INFO("dims " << shape_str(dims));
+    const std::vector<double> expected = to_vector<double>(raw::sum(x64, dims));
+    const int saved_threads = get_num_threads();
+    std::vector<float> by_threads[3];
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      by_threads[threads - 1] = to_vector<float>(raw::sum(x, dims));
+    }
+    set_num_threads(saved_threads);
+    CHECK(by_threads[0] == by_threads[1]);
+    CHECK(by_threads[0] == by_threads[2]);
+    REQUIRE(by_threads[1].size() == expected.size());
+    for (size_t c = 0; c < expected.size(); ++c) {
+      CHECK(by_threads[1][c] == doctest::Approx(expected[c]).epsilon(1e-4));
+    }
   }
-  set_num_threads(saved_threads);
-  CHECK(by_threads[0] == by_threads[1]);
-  CHECK(by_threads[0] == by_threads[2]);
-  for (size_t c = 0; c < expected.size(); ++c) CHECK(by_threads[1][c] == doctest::Approx(expected[c]).epsilon(1e-4));
 }
 
 TEST_CASE("sum of non-contiguous inputs") {
