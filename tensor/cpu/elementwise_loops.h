@@ -26,13 +26,14 @@ inline bool is_broadcast_scalar(const Tensor& t) {
   return true;
 }
 
-// Runs body(begin, end) over [0, n), on several threads when n is large.
+// Runs body(begin, end) over [0, n), on several threads when n is at least two grains (elements per thread;
+// smaller for loops that do more work per element).
 template <class Body>
-void run_flat(int64_t n, const Body& body) {
-  if (n < 2 * kElementwiseGrain || get_num_threads() == 1) {
+void run_flat(int64_t n, const Body& body, int64_t grain = kElementwiseGrain) {
+  if (n < 2 * grain || get_num_threads() == 1) {
     body(int64_t{0}, n);
   } else {
-    parallel_for(n, kElementwiseGrain, body);
+    parallel_for(n, grain, body);
   }
 }
 
