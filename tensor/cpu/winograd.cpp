@@ -377,17 +377,30 @@ const float* transformed_filters(const float* w, int64_t rows, int64_t cols, boo
   return u;
 }
 
-// gw (C_out, C_in, R, R) = C^T S C per filter, from the sums S^T (products, C_in, cop) over all tiles; in double,
-// 8 filters (output channels) at a time.
-template <int R, int M>
-void weight_outputs(const double* sums, int64_t c_out, int64_t c_in, int64_t cop, float* gw) {
+// 8 filters from p[0, 8), as doubles.
+Filters load_filters(const double* p) {
+  Filters f;
+  std::memcpy(&f, p, sizeof f);
+  return f;
+}
+Filters load_filters(const float* p) {
+  typedef float FloatFilters __attribute__((vector_size(kFilters * sizeof(float))));
+  FloatFilters f;
+  std::memcpy(&f, p, sizeof f);
+  return __builtin_convertvector(f, Filters);
+}
+
+// gw (C_out, C_in, R, R) = C^T S C per filter, from the sums S^T (products, C_in, cop) over all tiles (float32
+// or double); in double, 8 filters (output channels) at a time.
+template <int R, int M, class Sum>
+void weight_outputs(const Sum* sums, int64_t c_out, int64_t c_in, int64_t cop, float* gw) {
   constexpr int n = Sizes<R, M>::kPatch, taps = R * R;
   Filters m[n * n], out[taps];
   for (int64_t ci = 0; ci < c_in; ++ci) {
     for (int64_t co0 = 0; co0 < c_out; co0 += kFilters) {  // cop is a multiple of kFilters
       for (int i = 0; i < n; ++i) {
         for (int j = 0; j < n; ++j) {
-          std::memcpy(&m[i * n + j], sums + ((j * n + i) * c_in + ci) * cop + co0, sizeof(Filters));
+          m[i * n + j] = load_filters(sums + ((j * n + i) * c_in + ci) * cop + co0);
         }
       }
       two_sided<R, n>(m, out, Tiling<R, M>::weight_output);
@@ -410,27 +423,31 @@ void input_gradient(const float* gy, const float* w, float* gx, const ConvShape&
                     Geometry(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad));
 }
 
-// Tiles summed into a thread's float32 sums before they are added to the double total.
+// Tiles summed into a thread's float32 sums before they are added to the total.
 constexpr int64_t kTilesPerFlush = 256;
+// Flushes up to which the total is float32 (a few more roundings than the per-thread sums themselves); beyond,
+// it is double.
+constexpr int64_t kFloatTotalFlushes = 4;
 
 // The weight gradient as S^T_k (C_in, cop) = sum over chunks of V_k (C_in, T) * E^T_k (T, cop): V as in the
 // forward, E^T from the output gradient with its channels along vectors (each chunk's images transposed to
-// (h * w, cop) first). Each thread sums about kTilesPerFlush tiles in float32 (its GEMMs), the total of those
-// sums is double: the products are many times larger than the patches, and a float32 running sum over a whole
-// batch of tiles would lose several bits.
-template <int R, int M>
-void weight_gradient(const float* gy, const float* x, float* gw, const ConvShape& s) {
+// (h * w, cop) first). Each thread sums about kTilesPerFlush tiles in float32 (its GEMMs) and adds them into a
+// total of type Total: double when there are many flushes (the products are many times larger than the
+// patches, and a float32 running sum over a whole batch of tiles would lose several bits), float32 when each
+// thread flushes once or twice (a 512-channel layer on 4x4 images: 16 x 512 x 512 sums, whose double copy and
+// transform cost more than the GEMMs).
+template <int R, int M, class Total>
+void weight_gradient_summed(const float* gy, const float* x, float* gw, const ConvShape& s, int64_t chunk_tiles,
+                            int64_t chunks_per_flush) {
   constexpr int n = Sizes<R, M>::kPatch, m_out = Sizes<R, M>::kOut;
   constexpr int64_t products = Sizes<R, M>::kProducts;
   const Geometry g(s.h, s.w, m_out, Sizes<R, M>::kPad);
   const int64_t c_in = s.c_in, c_out = s.c_out, cop = padded<float>(c_out), plane = g.h * g.w;
   const int64_t lde = spread(cop);
   const int64_t sums_size = products * c_in * cop;  // S^T (products, C_in, cop)
-  double* total = scratch<double, 18>(sums_size);  // the calling thread's; under `merge` the first flush of the
-  bool empty = true;                               // call assigns, the others add
+  Total* total = scratch<Total, 18>(sums_size);  // the calling thread's; under `merge` the first flush of the
+  bool empty = true;                             // call assigns, the others add
   std::mutex merge;
-  const int64_t chunk_tiles = tiles_per_chunk<R, M>(g, s.batch, c_in, c_out);
-  const int64_t chunks_per_flush = std::max<int64_t>(1, kTilesPerFlush / chunk_tiles);
   // Block offsets count pixels of (images, h * w) (block_channels 1).
   for_chunks(g, s.batch, chunk_tiles, 1, [&](const Chunk& c, RunPosition run) {
     float* bordered = bordered_scratch(c_in, c, g);
@@ -478,12 +495,31 @@ void weight_gradient(const float* gy, const float* x, float* gw, const ConvShape
     }
     if ((run.index + 1) % chunks_per_flush == 0 || run.last) {
       std::lock_guard<std::mutex> lock(merge);
-      if (empty) std::copy(sums, sums + sums_size, total);
-      else for (int64_t i = 0; i < sums_size; ++i) total[i] += sums[i];
+      if (empty) {
+        std::copy(sums, sums + sums_size, total);
+      } else {
+        for (int64_t i = 0; i < sums_size; ++i) total[i] += sums[i];
+      }
       empty = false;
     }
   });
   weight_outputs<R, M>(total, c_out, c_in, cop, gw);
+}
+
+template <int R, int M>
+void weight_gradient(const float* gy, const float* x, float* gw, const ConvShape& s) {
+  const Geometry g(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad);
+  const int64_t chunk_tiles = tiles_per_chunk<R, M>(g, s.batch, s.c_in, s.c_out);
+  const int64_t chunks_per_flush = std::max<int64_t>(1, kTilesPerFlush / chunk_tiles);
+  // for_chunks gives each thread a run of consecutive chunks, which flushes every chunks_per_flush chunks and
+  // at its end: at most one flush per chunks_per_flush chunks, plus one per further thread.
+  const int64_t chunks = (s.batch * g.tiles_per_image + chunk_tiles - 1) / chunk_tiles;
+  const int64_t flushes = (chunks + chunks_per_flush - 1) / chunks_per_flush + get_num_threads() - 1;
+  if (flushes <= kFloatTotalFlushes) {
+    weight_gradient_summed<R, M, float>(gy, x, gw, s, chunk_tiles, chunks_per_flush);
+  } else {
+    weight_gradient_summed<R, M, double>(gy, x, gw, s, chunk_tiles, chunks_per_flush);
+  }
 }
 
 // Calls f.operator()<R, M>() with the shape's kernel size and the tile side as compile-time constants; refuses a
