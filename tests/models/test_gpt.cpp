@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "syncgrad.h"
 #include "tests/check_error.h"
@@ -27,9 +28,11 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 }
 
 // softmax(q k^T * scale + causal mask) v from separate ops: the reference for the fused kernel.
-Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                           std::optional<double> scale = std::nullopt) {
   const int64_t len = q.size(-2), keys = k.size(-2);
-  Tensor scores = mul(matmul(q, transpose(k, -2, -1)), 1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  Tensor scores = mul(matmul(q, transpose(k, -2, -1)), factor);
   if (causal) {
     Tensor visible = ge(raw::view(arange(len), {len, 1}), raw::view(arange(keys), {1, keys}));
     scores = where(visible, scores, -std::numeric_limits<double>::infinity());
@@ -171,6 +174,29 @@ TEST_CASE("fused attention with more queries than keys and separate q, k, v (f32
       }
       const double tolerance = dtype == DType::f32 ? 1e-4 : 1e-12;
       for (size_t i = 0; i < 4; ++i) CHECK(max_abs_diff(fused_grads[i], plain_grads[i]) < tolerance);
+    }
+  }
+}
+
+TEST_CASE("fused float32 attention with an explicit scale, negative too, equals the composition") {
+  // Head size 32 (the register-tile path); 45 positions: rows whose visible keys end inside a vector. Scores
+  // of a few hundred: exp overflows unless the row is shifted by its largest scaled score.
+  Generator gen(9);
+  Tensor q = mul(randn({2, 2, 45, 32}, {}, &gen), 10.0), k = randn({2, 2, 45, 32}, {}, &gen), v = randn({2, 2, 45, 32}, {}, &gen);
+  Tensor upstream = randn({2, 2, 45, 32}, {}, &gen);
+  for (double scale : {0.3, -0.45}) {
+    for (bool causal : {true, false}) {
+      INFO("scale " << scale << " causal " << causal);
+      std::vector<Tensor> results[2];
+      for (bool fused : {true, false}) {
+        Tensor qg = raw::clone(q).requires_grad_(true), kg = raw::clone(k).requires_grad_(true);
+        Tensor vg = raw::clone(v).requires_grad_(true);
+        Tensor out = fused ? scaled_dot_product_attention(qg, kg, vg, causal, scale)
+                           : reference_attention(qg, kg, vg, causal, scale);
+        results[fused] = autograd::grad({sum(mul(out, upstream))}, {qg, kg, vg});
+        results[fused].push_back(out);
+      }
+      for (size_t i = 0; i < 4; ++i) CHECK(max_abs_diff(results[0][i], results[1][i]) < 1e-4);
     }
   }
 }
