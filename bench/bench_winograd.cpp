@@ -6,13 +6,12 @@
 // saved multiplications pay.
 //   syncgrad-bench winograd [--threads N] [--reps N]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <functional>
-#include <utility>
 #include <vector>
 
 #include "bench/count_options.h"
+#include "bench/fastest_alternating.h"
 #include "bench/subcommands.h"
 #include "syncgrad.h"
 #include "tensor/cpu/winograd.h"
@@ -20,7 +19,6 @@
 namespace {
 
 using namespace syncgrad;
-using Clock = std::chrono::steady_clock;
 
 struct Layer {
   const char* model;
@@ -35,24 +33,6 @@ const Layer kLayers[] = {{"resnet20", 128, 16, 32}, {"resnet20", 128, 32, 16}, {
 std::vector<float> random_floats(int64_t n, Generator* gen) {
   Tensor t = randn({n}, {}, gen);
   return to_vector<float>(t);
-}
-
-// Seconds of the fastest of `reps` samples of one call of each of the two functions, alternating a, b, a, b.
-std::pair<double, double> fastest_alternating(int reps, const std::function<void()>& a,
-                                              const std::function<void()>& b) {
-  auto seconds = [](const std::function<void()>& f) {
-    const auto start = Clock::now();
-    f();
-    return std::chrono::duration<double>(Clock::now() - start).count();
-  };
-  a();
-  b();
-  double best_a = 1e30, best_b = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    best_a = std::min(best_a, seconds(a));
-    best_b = std::min(best_b, seconds(b));
-  }
-  return {best_a, best_b};
 }
 
 }  // namespace
@@ -87,7 +67,7 @@ int bench_winograd_main(int argc, char** argv) {
          [&](int64_t tile) { cpu::winograd::backward_weight(gy.data(), x.data(), out.data(), s, tile); }},
     };
     for (const Pass& pass : passes) {
-      const auto [two, four] = fastest_alternating(reps, [&] { pass.run(2); }, [&] { pass.run(4); });
+      const auto [two, four] = bench::fastest_alternating(reps, [&] { pass.run(2); }, [&] { pass.run(4); });
       std::printf("%-9s %5lld %4lld %5lld | %-11s %8.1f %8.1f %6.2f | F(%lldx%lld)\n", l.model,
                   static_cast<long long>(l.batch), static_cast<long long>(l.channels),
                   static_cast<long long>(l.side), pass.name, gflop / two, gflop / four, two / four,

@@ -15,6 +15,7 @@ int bench_bf16_main(int argc, char** argv);          // bench/bench_bf16.cpp
 int bench_gemm_main(int argc, char** argv);          // bench/bench_gemm.cpp
 int bench_resnet_main(int argc, char** argv);        // bench/bench_resnet.cpp
 int bench_winograd_main(int argc, char** argv);      // bench/bench_winograd.cpp
+int bench_gpt_kernels_main(int argc, char** argv);   // bench/bench_gpt_kernels.cpp
 int bench_cuda_main(int argc, char** argv);          // bench/cuda_subcommand.cpp (loads bench/bench_cuda.cpp)
 int bench_checkpoint_main(int argc, char** argv);    // bench/bench_checkpoint.cpp
 int bench_activation_checkpointing_main(int argc, char** argv);  // bench/bench_activation_checkpointing.cpp

@@ -37,6 +37,8 @@ const Subcommand kSubcommands[] = {
      bench_gemm_main},
     {"resnet", "per-kernel CPU-time split of a ResNet-18/20 training step on its own shapes", bench_resnet_main},
     {"winograd", "3x3 Winograd conv: F(2x2, 3x3) vs F(4x4, 3x3) tiles on the ResNets' layers", bench_winograd_main},
+    {"gpt-kernels", "the default GPT's non-GEMM kernels on 1 thread vs N: which ones split between threads",
+     bench_gpt_kernels_main},
     {"cuda", "GEMM vs cuBLAS, copies vs cudaMemcpy, the CNN step vs PyTorch on the GPU", bench_cuda_main,
      SYNCGRAD_HAVE_CUDA != 0},
     {"checkpoint", "syncgrad-train checkpoint save/load time and size (GPT, ResNet-18) vs the disk's speed",

@@ -61,10 +61,12 @@ void sum_strided(const Tensor& out_view, const Tensor& in) {
   });
 }
 
-// The longest dimension the sum keeps (out's size there is in's, above 1), or -1 when it keeps none.
+// The longest dimension the sum keeps (out's size there is in's, above 1) other than the last, or -1. The last
+// is left whole: split, each thread would read part of every row (a bias gradient's (rows, columns)), which
+// measured slower on two threads than one thread reading whole rows (syncgrad-bench gpt-kernels).
 int64_t widest_kept_dim(const Tensor& out, const Tensor& in) {
   int64_t widest = -1;
-  for (int64_t d = 0; d < in.dim(); ++d) {
+  for (int64_t d = 0; d + 1 < in.dim(); ++d) {
     if (out.sizes()[d] > 1 && (widest < 0 || in.sizes()[d] > in.sizes()[widest])) widest = d;
   }
   return widest;

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # syncgrad-bench's entry point: --help lists every subcommand with one line each, an unknown or missing
 # subcommand fails with exit status 2 and names the valid ones, a bad option of a subcommand is refused,
-# `cuda` either loads its module or says that this build has none, and quick `core`, `gemm`, `resnet` and
-# `winograd` runs print their tables.
+# `cuda` either loads its module or says that this build has none, and quick `core`, `gemm`, `resnet`,
+# `winograd` and `gpt-kernels` runs print their tables.
 # Usage: test_bench_cli.sh path/to/syncgrad-bench
 set -u
 bin="$1"
 . "$(dirname "$0")/../check.sh"
-subcommands=(scaling core allreduce data ddp conv bf16 gemm resnet winograd cuda checkpoint activation-checkpointing
-             trace)
+subcommands=(scaling core allreduce data ddp conv bf16 gemm resnet winograd gpt-kernels cuda checkpoint
+             activation-checkpointing trace)
 
 help=$("$bin" --help 2>&1); status=$?
 echo "$help"
@@ -66,6 +66,17 @@ check "winograd times three passes of the ResNets' 7 stride-1 shapes in both til
   test "$(grep -cE "$row" <<<"$out")" -eq 21
 check "winograd: 4x4 tiles where the images are larger than 4x4, 2x2 tiles on 4x4 images" \
   test "$(grep -cE '^resnet18 +64 +512 +4 .*F\(2x2\)$' <<<"$out") $(grep -cE 'F\(4x4\)$' <<<"$out")" = "3 18"
+
+out=$("$bin" gpt-kernels --threads 0 2>&1); status=$?
+check "gpt-kernels refuses --threads 0 with exit 2" test $status -eq 2
+check "gpt-kernels names the refused argument" grep -q "gpt-kernels: unknown or incomplete argument '--threads'" <<<"$out"
+out=$("$bin" gpt-kernels --reps 1 2>&1); status=$?
+echo "$out"
+check "gpt-kernels --reps 1 exits 0" test $status -eq 0
+check "gpt-kernels prints 1 thread beside 2" grep -qE '^kernel +1 thread +2 threads +speed-up$' <<<"$out"
+check "gpt-kernels times its 8 kernels" test "$(grep -cE ' [0-9.]+ ms +[0-9.]+ ms +[0-9.]+x$' <<<"$out")" -eq 8
+check "gpt-kernels counts the AdamW step's parameters from the model" \
+  grep -qE '^AdamW step, [0-9]+ parameters in [0-9]+ tensors ' <<<"$out"
 
 out=$("$bin" cuda --help 2>&1); status=$?
 echo "$out"

@@ -78,8 +78,9 @@ TEST_CASE("sum of a million float32 values is accurate (cascade summation)") {
 }
 
 TEST_CASE("large sums split over threads give the same bits on 1, 2 and 3 threads, and the double sum") {
-  // (64, 40, 100): over the leading dims (a linear layer's bias gradient, rows of 100 columns) and over dims 0
-  // and 2 (a convolution's bias gradient: 40 channels kept, runs of 100 summed).
+  // (64, 40, 100): over the leading dims (a linear layer's bias gradient, rows of 100 columns: one thread) and
+  // over dims 0 and 2 (a convolution's bias gradient: its 40 channels split between threads, runs of 100
+  // summed).
   Tensor x64 = randn({64, 40, 100}, {.dtype = DType::f64});
   Tensor x = raw::to(x64, DType::f32);
   for (const Shape& dims : {Shape{0, 1}, Shape{0, 2}}) {
