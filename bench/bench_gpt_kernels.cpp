@@ -30,10 +30,12 @@ struct Kernel {
 std::vector<Kernel> gpt_step_kernels(Generator* gen) {
   const Tensor x = randn({kRows, kChannels}, {}, gen), grad = randn({kRows, kChannels}, {}, gen);
   const Tensor ln_weight = ones({kChannels}).requires_grad_(), ln_bias = zeros({kChannels}).requires_grad_();
-  const Tensor hidden = randn({kRows, 4 * kChannels}, {}, gen), hidden_grad = randn({kRows, 4 * kChannels}, {}, gen);
+  const Tensor hidden = randn({kRows, 4 * kChannels}, {}, gen);
+  const Tensor hidden_grad = randn({kRows, 4 * kChannels}, {}, gen);
   const Tensor qkv = randn({kBatch, kTokens, 3 * kChannels}, {}, gen);
   const Tensor attention_grad = randn({kBatch, kHeads, kTokens, kChannels / kHeads}, {}, gen);
-  const Tensor logits = randn({kRows, kClasses}, {}, gen), targets = randint(0, kClasses, {kRows}, {.dtype = DType::i64}, gen);
+  const Tensor logits = randn({kRows, kClasses}, {}, gen);
+  const Tensor targets = randint(0, kClasses, {kRows}, {.dtype = DType::i64}, gen);
   const Tensor bias_rows = randn({kRows, 3 * kChannels}, {}, gen), residual = randn({kRows, kChannels}, {}, gen);
   const Tensor buffer = empty({kBatch, kTokens, 3 * kChannels});
   auto model = std::make_shared<models::GPT>(models::GPTConfig{}, gen);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tensor/tensor.h"
+#include "tensor/tensor_impl.h"
 #include "tensor/threads.h"
 
 namespace syncgrad::cpu {
@@ -88,9 +89,23 @@ void for_each_strided(const Shape& shape, const std::array<char*, K>& bases,
 // Elements below which for_each_strided_parallel stays on the calling thread.
 inline constexpr int64_t kStridedParallelGrain = 1 << 16;
 
+// True when threads may write operand 0's elements concurrently: none of them is written twice (no zero stride
+// on a dimension of the layout) and no other operand lives in its storage (a copy between overlapping views).
+template <size_t K>
+bool writes_apart(const StridedLayout<K>& layout, const std::array<const Tensor*, K>& operands) {
+  for (size_t d = 0; d < layout.sizes.size(); ++d) {
+    if (layout.strides[0][d] == 0 && layout.sizes[d] > 1) return false;
+  }
+  for (size_t k = 1; k < K; ++k) {
+    if (operands[k]->impl()->storage() == operands[0]->impl()->storage()) return false;
+  }
+  return true;
+}
+
 // for_each_strided split over the intra-op threads: the merged layout's runs (or, when it is a single run,
-// pieces of that run) are divided into contiguous ranges, one per thread. Only for kernels whose every
-// element is independent of the others (copies, elementwise maps): no operand may be a reduction target.
+// pieces of that run) are divided into contiguous ranges, one per thread. For kernels whose every element is
+// independent of the others and whose operand 0 is written (copies, fills); where threads could write the same
+// bytes (see writes_apart) it stays on the calling thread.
 template <size_t K, class Inner>
 void for_each_strided_parallel(const Shape& shape, const std::array<char*, K>& bases,
                                const std::array<const Tensor*, K>& operands, Inner&& inner) {
@@ -101,6 +116,10 @@ void for_each_strided_parallel(const Shape& shape, const std::array<char*, K>& b
     return;
   }
   const StridedLayout<K> layout = make_layout<K>(shape, operands);
+  if (!writes_apart(layout, operands)) {
+    for_each_strided<K>(shape, bases, operands, inner);
+    return;
+  }
   const size_t nd = layout.sizes.size();
   const int64_t n = layout.sizes[nd - 1];
   std::array<int64_t, K> inner_strides;

@@ -133,8 +133,10 @@ void accumulate_param_grads(const T* dy, const T* x, int64_t n, double mu, doubl
   }
 }
 
-// Rows per partial sum of the layer norm parameter gradients.
-constexpr int64_t kLayerNormRowBlock = 64;
+// Rows per partial sum of the layer norm parameter gradients: at least 64, and so many that there are at most
+// 256 partials (their memory stays at 4 KiB per feature). A function of the row count alone, never of the
+// threads.
+int64_t layer_norm_row_block(int64_t rows) { return std::max<int64_t>(64, (rows + 255) / 256); }
 
 // ---- batch norm: contiguous (N, C, L); channel c of sample n is the run at (n * C + c) * L ----
 
@@ -411,14 +413,15 @@ void layer_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_wei
     std::vector<M> w_m(w.begin(), w.end());
     T* gx = grad_input.defined() ? static_cast<T*>(grad_input.data_ptr()) : nullptr;
     const bool param_grads = grad_weight.defined() || grad_bias.defined();
-    // Parameter gradients: each block of kLayerNormRowBlock rows sums into its own partial (weight then bias),
+    // Parameter gradients: each block of block_rows rows sums into its own partial (weight then bias),
     // the partials are added in block order, so the sums do not depend on the thread count.
-    const int64_t blocks = (rows + kLayerNormRowBlock - 1) / kLayerNormRowBlock;
+    const int64_t block_rows = layer_norm_row_block(rows);
+    const int64_t blocks = (rows + block_rows - 1) / block_rows;
     std::vector<double> partials(param_grads ? static_cast<size_t>(blocks * 2 * k) : 0, 0.0);
-    parallel_for(blocks, grain_for(kLayerNormRowBlock * k), [&](int64_t b0, int64_t b1) {
+    parallel_for(blocks, grain_for(block_rows * k), [&](int64_t b0, int64_t b1) {
       for (int64_t block = b0; block < b1; ++block) {
         double* block_gw = param_grads ? partials.data() + block * 2 * k : nullptr;
-        for (int64_t r = block * kLayerNormRowBlock; r < std::min(rows, (block + 1) * kLayerNormRowBlock); ++r) {
+        for (int64_t r = block * block_rows; r < std::min(rows, (block + 1) * block_rows); ++r) {
           const int64_t base = r * k;
           const double mu = mean[r], s = rstd[r];
           if (block_gw != nullptr) accumulate_param_grads(dy + base, x + base, k, mu, s, block_gw, block_gw + k);

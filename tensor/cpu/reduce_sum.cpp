@@ -5,6 +5,7 @@
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/reduce.h"
 #include "tensor/ops/views.h"
+#include "tensor/threads.h"
 
 namespace syncgrad::cpu {
 namespace {
@@ -38,27 +39,23 @@ Acc sum_run(const char* p, int64_t stride, int64_t n) {
 }
 
 // Adds `in` into out_view (in's shape, zero strides on the reduced dims) on the calling thread.
+template <class Acc, class In>
 void sum_strided(const Tensor& out_view, const Tensor& in) {
-  visit_numeric(out_view.dtype(), "sum", [&]<class Acc>() {
-    visit_all(in.dtype(), "sum", [&]<class In>() {
-      for_each_strided<2>(in.sizes(), {static_cast<char*>(out_view.data_ptr()), static_cast<char*>(in.data_ptr())},
-                          {&out_view, &in},
-                          [](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
-                            Acc* o = reinterpret_cast<Acc*>(p[0]);
-                            if (s[0] == 0) {
-                              *o += sum_run<Acc, In>(p[1], s[1], n);
-                            } else if (s[0] == sizeof(Acc) && s[1] == sizeof(In)) {
-                              const In* x = reinterpret_cast<const In*>(p[1]);
-                              for (int64_t i = 0; i < n; ++i) o[i] += convert<Acc>(x[i]);
-                            } else {
-                              for (int64_t i = 0; i < n; ++i) {
-                                *reinterpret_cast<Acc*>(p[0] + i * s[0]) +=
-                                    convert<Acc>(*reinterpret_cast<const In*>(p[1] + i * s[1]));
-                              }
-                            }
-                          });
-    });
-  });
+  for_each_strided<2>(in.sizes(), {static_cast<char*>(out_view.data_ptr()), static_cast<char*>(in.data_ptr())},
+                      {&out_view, &in}, [](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
+                        Acc* o = reinterpret_cast<Acc*>(p[0]);
+                        if (s[0] == 0) {
+                          *o += sum_run<Acc, In>(p[1], s[1], n);
+                        } else if (s[0] == sizeof(Acc) && s[1] == sizeof(In)) {
+                          const In* x = reinterpret_cast<const In*>(p[1]);
+                          for (int64_t i = 0; i < n; ++i) o[i] += convert<Acc>(x[i]);
+                        } else {
+                          for (int64_t i = 0; i < n; ++i) {
+                            *reinterpret_cast<Acc*>(p[0] + i * s[0]) +=
+                                convert<Acc>(*reinterpret_cast<const In*>(p[1] + i * s[1]));
+                          }
+                        }
+                      });
 }
 
 // The longest dimension the sum keeps (out's size there is in's, above 1) other than the last, or -1. The last
@@ -81,16 +78,23 @@ void sum_into_kernel(const Tensor& out, const Tensor& in) {
   }
   Tensor out_view = Tensor(std::make_shared<TensorImpl>(out.impl()->storage(), out.dtype(), in.sizes(), strides,
                                                         out.storage_offset()));
-  // Large sums split a kept dimension over the threads: each output element is still summed by one thread in
-  // the one-thread order, so the result does not depend on the thread count.
-  const int64_t split = widest_kept_dim(out, in);
-  if (split >= 0 && in.numel() >= kParallelElements && get_num_threads() > 1) {
-    parallel_for(in.sizes()[split], 1, [&](int64_t begin, int64_t end) {
-      sum_strided(raw::narrow(out_view, split, begin, end - begin), raw::narrow(in, split, begin, end - begin));
+  // Large sums of a contiguous input split a kept dimension over the threads: each output element is still summed
+  // by one thread in the one-thread order (narrowing a dimension of a contiguous tensor never lets the dimensions
+  // around it merge into a longer run), so the result does not depend on the thread count. The dtypes are
+  // dispatched outside the parallel region, where an unsupported one may throw.
+  visit_numeric(out.dtype(), "sum", [&]<class Acc>() {
+    visit_all(in.dtype(), "sum", [&]<class In>() {
+      const int64_t split = in.is_contiguous() ? widest_kept_dim(out, in) : -1;
+      if (split >= 0 && in.numel() >= kParallelElements && get_num_threads() > 1) {
+        parallel_for(in.sizes()[split], 1, [&](int64_t begin, int64_t end) {
+          sum_strided<Acc, In>(raw::narrow(out_view, split, begin, end - begin),
+                               raw::narrow(in, split, begin, end - begin));
+        });
+        return;
+      }
+      sum_strided<Acc, In>(out_view, in);
     });
-    return;
-  }
-  sum_strided(out_view, in);
+  });
 }
 
 const KernelRegistrar registered(kernels::sum_into, DeviceType::kCPU, &sum_into_kernel);

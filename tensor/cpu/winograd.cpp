@@ -433,9 +433,9 @@ constexpr int64_t kFloatTotalFlushes = 4;
 // forward, E^T from the output gradient with its channels along vectors (each chunk's images transposed to
 // (h * w, cop) first). Each thread sums about kTilesPerFlush tiles in float32 (its GEMMs) and adds them into a
 // total of type Total: double when there are many flushes (the products are many times larger than the
-// patches, and a float32 running sum over a whole batch of tiles would lose several bits), float32 when each
-// thread flushes once or twice (a 512-channel layer on 4x4 images: 16 x 512 x 512 sums, whose double copy and
-// transform cost more than the GEMMs).
+// patches, and a float32 running sum over a whole batch of tiles would lose several bits), float32 when all
+// threads together flush at most kFloatTotalFlushes times (ResNet-18's 256- and 512-channel layers: 36 x 256 x
+// 256 or 16 x 512 x 512 sums, whose double copy and transform cost several percent of the call).
 template <int R, int M, class Total>
 void weight_gradient_summed(const float* gy, const float* x, float* gw, const ConvShape& s, int64_t chunk_tiles,
                             int64_t chunks_per_flush) {

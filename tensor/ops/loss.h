@@ -22,7 +22,8 @@ struct NLLLossOptions {
 };
 
 // What a loss kernel learnt about the class-index targets: the first out-of-range one (flat position and value,
-// position -1 when all are valid) and how many are not ignored.
+// position -1 when all are valid) and how many are not ignored (meaningless once a target is out of range: the
+// caller then throws).
 struct TargetScan {
   int64_t invalid_position = -1;
   int64_t invalid_value = 0;

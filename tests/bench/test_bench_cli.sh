@@ -69,7 +69,8 @@ check "winograd: 4x4 tiles where the images are larger than 4x4, 2x2 tiles on 4x
 
 out=$("$bin" gpt-kernels --threads 0 2>&1); status=$?
 check "gpt-kernels refuses --threads 0 with exit 2" test $status -eq 2
-check "gpt-kernels names the refused argument" grep -q "gpt-kernels: unknown or incomplete argument '--threads'" <<<"$out"
+check "gpt-kernels names the refused argument" \
+  grep -q "gpt-kernels: unknown or incomplete argument '--threads'" <<<"$out"
 out=$("$bin" gpt-kernels --reps 1 2>&1); status=$?
 echo "$out"
 check "gpt-kernels --reps 1 exits 0" test $status -eq 0

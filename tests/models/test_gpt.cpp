@@ -179,10 +179,12 @@ TEST_CASE("fused attention with more queries than keys and separate q, k, v (f32
 }
 
 TEST_CASE("fused float32 attention with an explicit scale, negative too, equals the composition") {
-  // Head size 32 (the register-tile path); 45 positions: rows whose visible keys end inside a vector. Scores
-  // of a few hundred: exp overflows unless the row is shifted by its largest scaled score.
+  // Head size 32 (the register-tile path); 45 positions: rows whose visible keys end inside a vector. Scaled
+  // scores spread over ~100: shifted by the wrong extreme (the largest unscaled score under a negative scale),
+  // exp overflows.
   Generator gen(9);
-  Tensor q = mul(randn({2, 2, 45, 32}, {}, &gen), 10.0), k = randn({2, 2, 45, 32}, {}, &gen), v = randn({2, 2, 45, 32}, {}, &gen);
+  Tensor q = mul(randn({2, 2, 45, 32}, {}, &gen), 10.0);
+  Tensor k = randn({2, 2, 45, 32}, {}, &gen), v = randn({2, 2, 45, 32}, {}, &gen);
   Tensor upstream = randn({2, 2, 45, 32}, {}, &gen);
   for (double scale : {0.3, -0.45}) {
     for (bool causal : {true, false}) {

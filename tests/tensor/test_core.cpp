@@ -131,7 +131,7 @@ TEST_CASE("copy_ broadcasts and converts, and bumps the version") {
   CHECK_THROWS_AS(raw::copy_(dst, zeros({4})), ShapeError);
 }
 
-TEST_CASE("large copies split over threads: transposed, sliced, broadcast, converting and contiguous") {
+TEST_CASE("large copies split over threads: transposed, sliced, broadcast, converting, contiguous, permuted") {
   // 300 x 700 = 210,000 elements: above the size at which copies run on several threads.
   Tensor base = arange(0, 300 * 700, 1, {.dtype = DType::f32});
   Tensor matrix = raw::view(base, {300, 700});
@@ -160,6 +160,25 @@ TEST_CASE("large copies split over threads: transposed, sliced, broadcast, conve
     CHECK(r[299 * 700 + 5] == flat[5]);
     Tensor doubles = raw::to(matrix, DType::f64);  // one contiguous run, converted
     CHECK(to_vector<float>(doubles) == flat);
+    // (20, 30, 350) permuted to (350, 20, 30): runs of 30 under two outer dimensions, so a thread's first run
+    // starts mid-way through both.
+    Tensor cube = raw::view(raw::narrow(base, 0, 0, 20 * 30 * 350), {20, 30, 350});
+    const std::vector<float> p = to_vector<float>(raw::contiguous(raw::permute(cube, {2, 0, 1})));
+    bool permuted_ok = true;
+    for (int64_t c = 0; c < 350 && permuted_ok; ++c) {
+      for (int64_t a = 0; a < 20; ++a) {
+        for (int64_t b = 0; b < 30; ++b) {
+          permuted_ok = permuted_ok && p[(c * 20 + a) * 30 + b] == flat[(a * 30 + b) * 350 + c];
+        }
+      }
+    }
+    CHECK(permuted_ok);
+    // A copy within one storage stays on one thread (and is exact): the right half of each row to the left.
+    Tensor halves = raw::clone(wide);
+    raw::copy_(raw::narrow(halves, 1, 0, 700), raw::narrow(halves, 1, 700, 700));
+    const std::vector<float> h = to_vector<float>(halves);
+    CHECK(h[0] == flat[0]);
+    CHECK(h[299 * 1400 + 699] == flat[299 * 700 + 699]);
   }
   set_num_threads(saved_threads);
 }

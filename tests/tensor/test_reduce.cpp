@@ -100,6 +100,18 @@ TEST_CASE("large sums split over threads give the same bits on 1, 2 and 3 thread
       CHECK(by_threads[1][c] == doctest::Approx(expected[c]).epsilon(1e-4));
     }
   }
+  // A non-contiguous input (R, D, C) = (400, 3, 200) with strides (C, R C, 1), summed over 0 and 2 on 1 and 3
+  // threads: a thread's one-wide share of D would let R and C merge into one longer run, so it stays whole.
+  Tensor base = raw::to(randn({3, 400, 200}, {.dtype = DType::f64}), DType::f32);
+  Tensor strided = raw::transpose(base, 0, 1);
+  const int saved_threads = get_num_threads();
+  std::vector<float> sums[2];
+  for (int threads : {1, 3}) {
+    set_num_threads(threads);
+    sums[threads == 3] = to_vector<float>(raw::sum(strided, {0, 2}));
+  }
+  set_num_threads(saved_threads);
+  CHECK(sums[0] == sums[1]);
 }
 
 TEST_CASE("sum of non-contiguous inputs") {
