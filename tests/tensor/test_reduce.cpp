@@ -112,6 +112,11 @@ TEST_CASE("large sums split over threads give the same bits on 1, 2 and 3 thread
   }
   set_num_threads(saved_threads);
   CHECK(sums[0] == sums[1]);
+  // An unsupported accumulator dtype is refused before any thread starts (a throw inside the parallel region
+  // would end the process).
+  set_num_threads(2);
+  check_error([&] { raw::sum(zeros({64, 40, 100}), {0, 2}, false, DType::boolean); }, {"sum", "bool"});
+  set_num_threads(saved_threads);
 }
 
 TEST_CASE("sum of non-contiguous inputs") {
