@@ -5,8 +5,12 @@
 // OffsetA (consecutive rows, k through a table of offsets: the receptive fields of a zero-bordered input read
 // in place, an implicit im2col). Each tile of MR rows x NV vectors of C stays in registers for the whole K
 // loop: a row of B is loaded as NV vectors, each A entry is broadcast. Column groups are the outer loop, so one
-// B panel (K x NV vectors) is reused by every row tile while it is in cache. GCC/Clang vector extensions:
-// 64-byte vectors compile to AVX-512 FMAs under -march=native and to narrower instructions elsewhere.
+// B panel (K x NV vectors) is reused by every row tile while it is in cache. GCC/Clang vector extensions: the
+// data is laid out in 64-byte vectors (kLanes) on every target; a tile's accumulators are the target's own
+// registers (Reg: 64 bytes under AVX-512, 32 under AVX2, 16 on plain x86-64), because g++ lowers 64-byte vector
+// arithmetic without AVX-512 through the stack (a 6 x 4 tile ran at 4 GFLOP/s on an AVX2 EPYC, 6 rows of two
+// 32-byte registers at 75-90). The requested MR x NV shape is for AVX-512's 32 registers; narrower targets run
+// the tile that fits their 16 (TileShape).
 #pragma once
 
 #include <cstdint>
@@ -21,15 +25,38 @@ struct VecOf {
 template <class T> using Vec = typename VecOf<T>::type;
 template <class T> constexpr int64_t kLanes = 64 / sizeof(T);
 
+#if defined(__AVX512F__)
+constexpr int64_t kRegisterBytes = 64;
+#elif defined(__AVX__)
+constexpr int64_t kRegisterBytes = 32;
+#else
+constexpr int64_t kRegisterBytes = 16;
+#endif
 template <class T>
-inline Vec<T> load(const T* p) {
-  Vec<T> v;
+struct RegOf {
+  typedef T type __attribute__((vector_size(kRegisterBytes)));
+};
+template <class T> using Reg = typename RegOf<T>::type;
+constexpr int kRegistersPerVec = 64 / kRegisterBytes;
+
+// The tile a target runs for a requested MR x NV: as asked with 32 vector registers (AVX-512); elsewhere 12
+// accumulator registers of one 64-byte column vector (6 rows under AVX2), which leaves room for B's row and the
+// broadcast A entry among 16 registers.
+template <int MR, int NV>
+struct TileShape {
+  static constexpr int rows = kRegistersPerVec == 1 ? MR : 12 / kRegistersPerVec;
+  static constexpr int vectors = kRegistersPerVec == 1 ? NV : 1;
+};
+
+template <class T, class V = Vec<T>>
+inline V load(const T* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
-template <class T>
-inline void store(T* p, const Vec<T>& v) {
+template <class T, class V>
+inline void store(T* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
 }
 
@@ -67,30 +94,31 @@ struct Epilogue {
   }
 };
 
-// One MR x (NV * kLanes) tile of C over the whole K range.
+// One MR x (NV * kLanes) tile of C over the whole K range, accumulated in R = NV * kRegistersPerVec registers a row.
 template <class T, int MR, int NV, class A>
 inline void tile(const A& a, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t k, const Epilogue<T>& e) {
-  constexpr int64_t L = kLanes<T>;
-  Vec<T> acc[MR][NV];
+  constexpr int R = NV * kRegistersPerVec;
+  constexpr int64_t L = kRegisterBytes / sizeof(T);
+  Reg<T> acc[MR][R];
   for (int i = 0; i < MR; ++i) {
-    for (int v = 0; v < NV; ++v) {
-      acc[i][v] = e.accumulate ? load(c + i * ldc + v * L) : Vec<T>{};
+    for (int v = 0; v < R; ++v) {
+      acc[i][v] = e.accumulate ? load<T, Reg<T>>(c + i * ldc + v * L) : Reg<T>{};
       if (e.row_bias != nullptr) acc[i][v] += e.row_bias[i];
-      if (e.col_bias != nullptr) acc[i][v] += load(e.col_bias + v * L);
+      if (e.col_bias != nullptr) acc[i][v] += load<T, Reg<T>>(e.col_bias + v * L);
     }
   }
   const int64_t step = a.step();
   for (int64_t kk = 0; kk < k; ++kk) {
-    Vec<T> row[NV];
-    for (int v = 0; v < NV; ++v) row[v] = load(b + kk * ldb + v * L);
+    Reg<T> row[R];
+    for (int v = 0; v < R; ++v) row[v] = load<T, Reg<T>>(b + kk * ldb + v * L);
     const T* column = a.k_column(kk);
     for (int i = 0; i < MR; ++i) {
       const T s = column[i * step];
-      for (int v = 0; v < NV; ++v) acc[i][v] += s * row[v];
+      for (int v = 0; v < R; ++v) acc[i][v] += s * row[v];
     }
   }
   for (int i = 0; i < MR; ++i) {
-    for (int v = 0; v < NV; ++v) store(c + i * ldc + v * L, acc[i][v]);
+    for (int v = 0; v < R; ++v) store(c + i * ldc + v * L, acc[i][v]);
   }
 }
 
@@ -118,6 +146,10 @@ void column_group(int64_t m, int64_t k, const A& a, const T* b, int64_t ldb, T* 
 template <class T, int MR, int NV, class A>
 void gemm(int64_t m, int64_t n, int64_t k, const A& a, const T* b, int64_t ldb, T* c, int64_t ldc,
           const Epilogue<T>& e = {}) {
+  if constexpr (TileShape<MR, NV>::rows != MR || TileShape<MR, NV>::vectors != NV) {
+    gemm<T, TileShape<MR, NV>::rows, TileShape<MR, NV>::vectors>(m, n, k, a, b, ldb, c, ldc, e);
+    return;
+  }
   constexpr int64_t width = NV * kLanes<T>;
   int64_t j = 0;
   for (; j + width <= n; j += width) column_group<T, MR, NV>(m, k, a, b + j, ldb, c + j, ldc, e.shifted(0, j));

@@ -23,7 +23,11 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   const std::vector<double> x = to_vector<double>(a), y = to_vector<double>(b);
   REQUIRE(x.size() == y.size());
   double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double diff = std::abs(x[i] - y[i]);
+    if (std::isnan(diff)) return std::numeric_limits<double>::infinity();  // std::max would drop a NaN
+    worst = std::max(worst, diff);
+  }
   return worst;
 }
 
@@ -174,6 +178,37 @@ TEST_CASE("fused attention with more queries than keys and separate q, k, v (f32
       }
       const double tolerance = dtype == DType::f32 ? 1e-4 : 1e-12;
       for (size_t i = 0; i < 4; ++i) CHECK(max_abs_diff(fused_grads[i], plain_grads[i]) < tolerance);
+    }
+  }
+}
+
+TEST_CASE("fused float32 attention with fewer queries than keys: keys no query sees get zero gradients") {
+  // 40 keys, causal queries 0..20 see keys 0..20 only: the kernel writes the gradients of keys the blocks reach
+  // and zero-fills the rest (its buffers start uninitialised: here they start as NaN); with 70 queries against
+  // 75 keys, blocks of 32 rows reach keys 32, 64 and 70 in turn, each block adding to the keys before and
+  // writing the new ones.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto [queries, keys] : {std::pair<int64_t, int64_t>{21, 40}, {70, 75}}) {
+    for (bool causal : {true, false}) {
+      INFO(queries << " queries, " << keys << " keys, causal " << causal);
+      Generator gen(12);
+      Tensor q = randn({2, 2, queries, 16}, {}, &gen), k = randn({2, 2, keys, 16}, {}, &gen);
+      Tensor v = randn({2, 2, keys, 32}, {}, &gen), upstream = randn({2, 2, queries, 32}, {}, &gen);
+      Tensor qg = raw::clone(q).requires_grad_(true), kg = raw::clone(k).requires_grad_(true);
+      Tensor vg = raw::clone(v).requires_grad_(true);
+      std::vector<Tensor> expected = autograd::grad({sum(mul(reference_attention(qg, kg, vg, causal), upstream))},
+                                                    {qg, kg, vg});
+      const raw::AttentionResult forward = raw::scaled_dot_product_attention(q, k, v, causal);
+      std::vector<Tensor> grads = {full(q.sizes(), nan), full(k.sizes(), nan), full(v.sizes(), nan)};
+      kernels::attention_backward(q.device(), grads[0], grads[1], grads[2], upstream, q, k, v, forward.out,
+                                  forward.lse, causal, 0.25);
+      for (size_t i = 0; i < 3; ++i) CHECK(max_abs_diff(grads[i], expected[i]) < 1e-4);
+      if (causal && keys > queries) {
+        for (size_t i : {1, 2}) {
+          Tensor unseen = raw::narrow(grads[i], 2, queries, keys - queries);
+          CHECK(max_abs_diff(unseen, zeros(unseen.sizes())) == 0);
+        }
+      }
     }
   }
 }
