@@ -27,12 +27,21 @@ check "without the flags: 600 s and 300 s, as before" joined 0 600000 300000
   >"$tmp/out" 2>&1
 check "the program's own timeouts win over the launcher's" joined 1 11000 13000
 
-# start_loop --timeout S [--elements N]: two ranks allreducing N floats in a loop that ignore SIGTERM (so that the
+# start_loop --timeout S [--elements N] [--rendezvous-timeout S]: two ranks allreducing N floats in a loop that ignore SIGTERM (so that the
 # launcher stopping the job cannot end rank 0 before it has reported its own error), pids in $tmp/pid.RANK.
 start_loop() {
   rm -f "$tmp"/pid.*
-  local timeout=$1 seconds=$2 elements=${4:-1024}
-  "$launch" --nproc-per-node 2 --grace-period 60 "$timeout" "$seconds" "$probe" --loop --ignore-term \
+  local timeout=$1 seconds=$2 more=()
+  shift 2
+  local elements=1024
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --elements) elements=$2 ;;
+      *) more+=("$1" "$2") ;;
+    esac
+    shift 2
+  done
+  "$launch" --nproc-per-node 2 --grace-period 60 "$timeout" "$seconds" "${more[@]}" "$probe" --loop --ignore-term \
     --elements "$elements" --pid-dir "$tmp" >"$tmp/out" 2>&1 &
   launcher=$!
   wait_for 60 test -s "$tmp/pid.0" -a -s "$tmp/pid.1"
@@ -78,6 +87,18 @@ check "dead rank: not a timeout" test "$(rank0_error | grep -c 'TimeoutError')" 
 check "dead rank: told apart before a hung rank's (much shorter) timeout would be (${dead_ms} < ${hung_ms} ms)" \
   test "$dead_ms" -lt "$hung_ms"
 check "dead rank: the launcher exits with rank 1's status (137)" test $status -eq 137
+
+# The same on a busy machine: the launcher wakes only after the killed rank 1 and rank 0, which lost its connection
+# to it, have both ended (the launcher is stopped meanwhile; it hosts the store, which rank 0's flight recorder
+# then gives up on after the 2 s rendezvous timeout); it still reports rank 1, not rank 0 first in rank order.
+check "dead rank, busy launcher: both ranks run the loop" start_loop --timeout 60 --rendezvous-timeout 2
+kill -STOP $launcher
+kill -KILL "$(cat "$tmp/pid.1")"
+check "dead rank, busy launcher: rank 0 ends on its own" wait_for 60 gone "$tmp/pid.0"
+kill -CONT $launcher
+wait $launcher; status=$?; launcher=
+check "dead rank, busy launcher: the launcher exits with rank 1's status (137)" test $status -eq 137
+check "dead rank, busy launcher: it names rank 1 as the failed one" grep -qE 'rank 1 \(pid [0-9]+\) .*SIGKILL' "$tmp/out"
 
 refused() {  # refused flag value tool [args]: tool flag value args fails, naming the flag, the value and the range
   local flag=$1 value=$2 tool=$3 out status

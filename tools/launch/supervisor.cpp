@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "distributed/preemption.h"
 #include "tools/launch/fd_io.h"
@@ -173,7 +175,11 @@ void Supervisor::on_exit(Rank& r, int status) {
        "the other ");
 }
 
+// Ranks found ended in one pass are handled signalled ones first: when a busy launcher wakes after a killed or
+// crashed rank and the peers that then lost their connection to it have exited too, the job reports the rank
+// that died, not the first of its peers in rank order.
 void Supervisor::reap() {
+  std::vector<std::pair<Rank*, int>> ended;
   for (Rank& r : ranks_) {
     if (!r.running) continue;
     int status = 0;
@@ -181,8 +187,10 @@ void Supervisor::reap() {
     do {
       pid = waitpid(r.pid, &status, WNOHANG);
     } while (pid < 0 && errno == EINTR);
-    if (pid == r.pid) on_exit(r, status);
+    if (pid == r.pid) ended.emplace_back(&r, status);
   }
+  std::stable_partition(ended.begin(), ended.end(), [](const auto& e) { return WIFSIGNALED(e.second); });
+  for (auto& [rank, status] : ended) on_exit(*rank, status);
 }
 
 void Supervisor::on_signal(int sig) {
