@@ -5,9 +5,12 @@
 //   train_logits, loss     logits and cross-entropy loss in train mode (batch statistics)
 //   grad.<name>            every parameter's gradient of that loss
 //   state.<name>           every buffer after the train-mode forward (updated running statistics)
-// Usage: resnet_forward resnet18|resnet20 WEIGHTS INPUT OUTPUT
+// DTYPE (float32 unless given) is the type the model runs in: float64 checks the same graph without float32's
+// rounding; every output is written in that type.
+// Usage: resnet_forward resnet18|resnet20 WEIGHTS INPUT OUTPUT [float32|float64]
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "syncgrad.h"
 
@@ -25,17 +28,20 @@ Tensor named(const io::NamedTensors& tensors, const std::string& name, const std
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s resnet18|resnet20 WEIGHTS INPUT OUTPUT\n", argv[0]);
+  const std::string dtype_name = argc == 6 ? argv[5] : "float32";
+  if ((argc != 5 && argc != 6) || (dtype_name != "float32" && dtype_name != "float64")) {
+    std::fprintf(stderr, "usage: %s resnet18|resnet20 WEIGHTS INPUT OUTPUT [float32|float64]\n", argv[0]);
     return 2;
   }
+  const DType dtype = dtype_name == "float64" ? DType::f64 : DType::f32;
   try {
     std::shared_ptr<nn::Module> model = models::make_model(argv[1]);
     io::NamedTensors weights = io::load_safetensors(argv[2]).tensors;
     io::check_state_matches(model->state_dict(), weights, argv[2]);
     model->load_state_dict(weights, true);
+    model->to(dtype);
     const io::NamedTensors batch = io::load_safetensors(argv[3]).tensors;
-    const Tensor input = named(batch, "input", argv[3]), target = named(batch, "target", argv[3]);
+    const Tensor input = named(batch, "input", argv[3]).to(dtype), target = named(batch, "target", argv[3]);
 
     io::NamedTensors out;
     model->eval();

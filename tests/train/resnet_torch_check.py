@@ -3,10 +3,9 @@ test_resnet_torch.sh. For resnet20 and resnet18, with PyTorch's initial weights 
 parameters randomised so that eval mode differs from train mode):
 1. PyTorch -> syncgrad: the state dict saved with safetensors loads strictly in syncgrad (resnet_forward), and
    the eval-mode logits, train-mode logits and loss, every parameter gradient and the updated running
-   statistics (float32) agree with PyTorch's float64 results for the same weights and batch (the gradients within
-   5e-4 for ResNet-20, 5e-5 for ResNet-18: the 3x3 Winograd kernels on 4x4 tiles round more than a direct
-   convolution and train-mode BatchNorm over a batch of 8 amplifies it to ~1.6e-4 for ResNet-20; PyTorch's own
-   float32 gradients, printed beside, are off by ~1e-3 there).
+   statistics agree with PyTorch's float64 results for the same weights and batch: run in float64 within 1e-11
+   (the same graph), run in float32 within 1e-5 but for the gradients, whose bound is loose because a ReLU
+   input within float32's rounding of zero can take the other side of the kink (GRADIENT_BOUND_F32 below).
 2. syncgrad -> PyTorch: the model.safetensors that `syncgrad-train --model resnet20 --dataset cifar10` saved
    loads strictly into the PyTorch definition; its --init-from accepts a PyTorch state dict.
 Prints one line per check and exits 1 on any failure.
@@ -22,6 +21,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(__file__))
+import torch_resnet_model  # noqa: E402
 from torch_resnet_model import MODELS  # noqa: E402
 
 failures = 0
@@ -37,8 +37,41 @@ def relative_error(got, want):
     return ((got.double() - want.double()).abs().max() / (1 + want.double().abs().max())).item()
 
 
-# Measured worst gradient errors: ResNet-20 1.6e-4 (behind train-mode BatchNorm over 8 images), ResNet-18 4.2e-6.
-GRADIENT_BOUND = {"resnet20": 5e-4, "resnet18": 5e-5}
+# float32 gradient bounds. A ReLU input that lies within float32's rounding of zero can fall on the other side
+# of the kink than in float64, and then everything below it in the backward pass moves. ResNet-18's batch has 181
+# of its 2.2M ReLU inputs within 1e-4 of zero; its worst float32 gradient error was 4.2e-6 to 4.6e-3 depending
+# only on which GEMM ran the stride-2 convolutions (oneDNN on AVX-512, the register tiles, oneDNN on AVX2; each
+# within 1e-6 of float64 on its own). The 4.6e-3 is one input of the last block's ReLU (channel 140), 4.2e-5
+# below zero in float64 and above it in that float32 run: with that one input's side flipped, the float64
+# reference matched the run's gradients to 4.5e-6. So the float32 bound is loose (it catches a kernel that is
+# wrong, whose errors are of the gradients' own size) and the float64 run checks the same graph tightly.
+GRADIENT_BOUND_F32 = 2e-2
+BOUND_F64 = 1e-11  # measured: 4e-15 on ResNet-18's gradients
+
+
+def relu_inputs_near_zero(model, x, within):
+    """How many of the float64 model's ReLU inputs for x lie within `within` of zero, and how many there are."""
+    seen = []
+    relu = torch_resnet_model.F.relu
+
+    def spy(t, *args, **kwargs):
+        seen.append(t.detach().abs().flatten())
+        return relu(t, *args, **kwargs)
+    torch_resnet_model.F.relu = spy
+    try:
+        with torch.no_grad():
+            model(x.double())
+    finally:
+        torch_resnet_model.F.relu = relu
+    inputs = torch.cat(seen)
+    return int((inputs < within).sum()), inputs.numel()
+
+
+def run_helper(helper, name, weights, inputs, result_file, dtype):
+    run = subprocess.run([helper, name, weights, inputs, result_file, dtype], capture_output=True, text=True)
+    check(f"{name} ({dtype}): PyTorch's state dict loads strictly in syncgrad and runs", run.returncode == 0,
+          run.stderr.strip())
+    return load_file(result_file) if run.returncode == 0 else None
 
 
 def compare_model(helper, name, batch, work):
@@ -57,12 +90,6 @@ def compare_model(helper, name, batch, work):
     y = torch.randint(0, 10, (batch,))
     inputs = os.path.join(work, f"{name}-batch.safetensors")
     save_file({"input": x, "target": y}, inputs)
-    result_file = os.path.join(work, f"{name}-out.safetensors")
-    run = subprocess.run([helper, name, weights, inputs, result_file], capture_output=True, text=True)
-    check(f"{name}: PyTorch's state dict loads strictly in syncgrad and runs", run.returncode == 0, run.stderr.strip())
-    if run.returncode != 0:
-        return
-    ours = load_file(result_file)
 
     # The reference is PyTorch in float64 (its float32 gradients are off by up to ~1e-3 here: sums through
     # train-mode BatchNorm of a batch of 8 lose digits; syncgrad keeps BatchNorm's sums in double).
@@ -72,21 +99,30 @@ def compare_model(helper, name, batch, work):
     with torch.no_grad():
         eval_logits = model(x.double())
     model.train()
+    near_zero, relu_inputs = relu_inputs_near_zero(copy.deepcopy(model), x, 1e-4)
     train_logits = model(x.double())
     loss = torch.nn.functional.cross_entropy(train_logits, y)
     loss.backward()
-    for what, got, want in [("eval-mode logits", ours["eval_logits"], eval_logits),
-                            ("train-mode logits", ours["train_logits"], train_logits.detach()),
-                            ("loss", ours["loss"], loss.detach())]:
-        err = relative_error(got, want)
-        check(f"{name}: {what} match PyTorch", err < 1e-5, f"relative error {err:.1e}")
-    worst = max(((relative_error(ours["grad." + n], p.grad), n) for n, p in model.named_parameters()))
     torch32 = max(relative_error(p32.grad, p.grad) for p32, p in zip(model32.parameters(), model.parameters()))
-    check(f"{name}: every parameter gradient matches PyTorch", worst[0] < GRADIENT_BOUND[name],
-          f"worst {worst[0]:.1e} at {worst[1]}; PyTorch's float32: {torch32:.1e}")
-    worst = max(((relative_error(ours["state." + n], b), n) for n, b in model.named_buffers()))
-    check(f"{name}: running statistics after a train-mode forward match PyTorch", worst[0] < 1e-5,
-          f"worst {worst[0]:.1e} at {worst[1]}")
+
+    for dtype, bound, gradient_bound in [("float64", BOUND_F64, BOUND_F64), ("float32", 1e-5, GRADIENT_BOUND_F32)]:
+        ours = run_helper(helper, name, weights, inputs, os.path.join(work, f"{name}-{dtype}.safetensors"), dtype)
+        if ours is None:
+            continue
+        for what, got, want in [("eval-mode logits", ours["eval_logits"], eval_logits),
+                                ("train-mode logits", ours["train_logits"], train_logits.detach()),
+                                ("loss", ours["loss"], loss.detach())]:
+            err = relative_error(got, want)
+            check(f"{name} ({dtype}): {what} match PyTorch", err < bound, f"relative error {err:.1e}")
+        worst = max(((relative_error(ours["grad." + n], p.grad), n) for n, p in model.named_parameters()))
+        detail = f"worst {worst[0]:.1e} at {worst[1]}"
+        if dtype == "float32":
+            detail += (f"; PyTorch's float32: {torch32:.1e}; ReLU inputs within 1e-4 of zero: {near_zero} of "
+                       f"{relu_inputs}")
+        check(f"{name} ({dtype}): every parameter gradient matches PyTorch", worst[0] < gradient_bound, detail)
+        worst = max(((relative_error(ours["state." + n], b), n) for n, b in model.named_buffers()))
+        check(f"{name} ({dtype}): running statistics after a train-mode forward match PyTorch", worst[0] < bound,
+              f"worst {worst[0]:.1e} at {worst[1]}")
 
 
 def write_cifar(directory, per_file, test):
