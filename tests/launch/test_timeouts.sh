@@ -27,8 +27,9 @@ check "without the flags: 600 s and 300 s, as before" joined 0 600000 300000
   >"$tmp/out" 2>&1
 check "the program's own timeouts win over the launcher's" joined 1 11000 13000
 
-# start_loop --timeout S [--elements N] [--rendezvous-timeout S]: two ranks allreducing N floats in a loop that ignore SIGTERM (so that the
-# launcher stopping the job cannot end rank 0 before it has reported its own error), pids in $tmp/pid.RANK.
+# start_loop --timeout S [--elements N] [--rendezvous-timeout S]: two ranks allreducing N floats in a loop that
+# ignore SIGTERM (so that the launcher stopping the job cannot end rank 0 before it has reported its own error),
+# pids in $tmp/pid.RANK; flags other than --elements go to the launcher.
 start_loop() {
   rm -f "$tmp"/pid.*
   local timeout=$1 seconds=$2 more=()
@@ -98,7 +99,8 @@ check "dead rank, busy launcher: rank 0 ends on its own" wait_for 60 gone "$tmp/
 kill -CONT $launcher
 wait $launcher; status=$?; launcher=
 check "dead rank, busy launcher: the launcher exits with rank 1's status (137)" test $status -eq 137
-check "dead rank, busy launcher: it names rank 1 as the failed one" grep -qE 'rank 1 \(pid [0-9]+\) .*SIGKILL' "$tmp/out"
+check "dead rank, busy launcher: it names rank 1 as the failed one" \
+  grep -qE 'rank 1 \(pid [0-9]+\) .*SIGKILL' "$tmp/out"
 
 refused() {  # refused flag value tool [args]: tool flag value args fails, naming the flag, the value and the range
   local flag=$1 value=$2 tool=$3 out status
