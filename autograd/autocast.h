@@ -1,6 +1,8 @@
 // Automatic mixed precision: a thread-local, nestable scope in which the matrix products (mm, bmm, matmul,
 // addmm, linear, conv2d) run in float16 or bfloat16, and the precision-sensitive ops (softmax, log_softmax,
-// the losses, batch/layer norm, exp, log, sum, mean) run in float32; every other op keeps its inputs' dtype.
+// the losses, layer norm, exp, log, sum, mean) run in float32; every other op keeps its inputs' dtype. Batch
+// norm runs in float32 on CUDA; on the CPU it normalises a half input in its dtype (float32 arithmetic and
+// parameters; autograd/ops/norm.cpp).
 // Parameters stay float32 (master weights): inside the outermost scope each float32 leaf that requires grad
 // is cast once and the cast reused (made again if the parameter changed in place). The casts are the
 // differentiable to(dtype), so gradients reach the float32 parameters, in float32.

@@ -20,7 +20,8 @@ bool is_nan(M v) {
 template <class T, class F>
 void arith(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   using M = opmath_t<T>;
-  map2<T, T, T>(out, a, b, [f](T x, T y) { return static_cast<T>(f(static_cast<M>(x), static_cast<M>(y))); });
+  // convert(): bfloat16 conversions that vectorise (Eigen's stay scalar), bit-identical to Eigen's.
+  map2<T, T, T>(out, a, b, [f](T x, T y) { return convert<T>(f(convert<M>(x), convert<M>(y))); });
 }
 
 template <class T>

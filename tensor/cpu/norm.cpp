@@ -64,10 +64,10 @@ Lanes load_lanes(const T* p) {
     Lanes d;
     std::memcpy(&d, p, sizeof d);
     return d;
-  } else {
-    Lanes d;
-    for (int l = 0; l < kLanes; ++l) d[l] = convert<double>(p[l]);
-    return d;
+  } else {  // the half types: widened to float (vectorisable conversions), then to double
+    FloatLanes f;
+    for (int l = 0; l < kLanes; ++l) f[l] = convert<float>(p[l]);
+    return __builtin_convertvector(f, Lanes);
   }
 }
 
@@ -238,17 +238,16 @@ void batch_norm_forward_impl(const Tensor& out, const Tensor& save_mean, const T
       if (epilogue.residual != nullptr) {
         const T* r = epilogue.residual;
         for (int64_t i = offset; i < end; ++i) {
-          const M v = static_cast<M>(static_cast<T>(static_cast<M>(static_cast<T>(static_cast<M>(x[i]) * a + c)) +
-                                                    static_cast<M>(r[i])));
-          y[i] = static_cast<T>(epilogue.relu && v < M(0) ? M(0) : v);
+          const M v = convert<M>(convert<T>(convert<M>(convert<T>(convert<M>(x[i]) * a + c)) + convert<M>(r[i])));
+          y[i] = convert<T>(epilogue.relu && v < M(0) ? M(0) : v);
         }
       } else if (epilogue.relu) {
         for (int64_t i = offset; i < end; ++i) {
-          const M v = static_cast<M>(x[i]) * a + c;
-          y[i] = static_cast<T>(v < M(0) ? M(0) : v);
+          const M v = convert<M>(x[i]) * a + c;
+          y[i] = convert<T>(v < M(0) ? M(0) : v);
         }
       } else {
-        for (int64_t i = offset; i < end; ++i) y[i] = static_cast<T>(static_cast<M>(x[i]) * a + c);
+        for (int64_t i = offset; i < end; ++i) y[i] = convert<T>(convert<M>(x[i]) * a + c);
       }
     });
   });
@@ -288,8 +287,15 @@ void batch_norm_relu_forward_kernel(const Tensor& out, const Tensor& save_mean, 
 template <class T>
 const T* grad_run(const T* dy, const T* y, int64_t offset, int64_t n, T* masked) {
   if (y == nullptr) return dy + offset;
-  using M = opmath_t<T>;
-  for (int64_t i = 0; i < n; ++i) masked[i] = static_cast<M>(y[offset + i]) > M(0) ? dy[offset + i] : T(0);
+  if constexpr (std::is_same_v<T, bfloat16>) {  // on the bits: the select on Eigen's type stays scalar
+    const uint16_t* y_bits = reinterpret_cast<const uint16_t*>(y + offset);
+    const uint16_t* dy_bits = reinterpret_cast<const uint16_t*>(dy + offset);
+    uint16_t* out = reinterpret_cast<uint16_t*>(masked);
+    for (int64_t i = 0; i < n; ++i) out[i] = bf16_bits_to_float(y_bits[i]) > 0.0f ? dy_bits[i] : uint16_t{0};
+  } else {
+    using M = opmath_t<T>;
+    for (int64_t i = 0; i < n; ++i) masked[i] = convert<M>(y[offset + i]) > M(0) ? dy[offset + i] : T(0);
+  }
   return masked;
 }
 
@@ -336,7 +342,7 @@ void batch_norm_backward_impl(const Tensor& grad_input, const Tensor& grad_weigh
       const T* xr = x + offset;
       T* out = gx + offset;
       for (int64_t i = 0; i < s.l; ++i) {
-        out[i] = static_cast<T>(a * static_cast<M>(g[i]) + b * (static_cast<M>(xr[i]) - m) + c);
+        out[i] = convert<T>(a * convert<M>(g[i]) + b * (convert<M>(xr[i]) - m) + c);
       }
     });
   });
@@ -391,7 +397,7 @@ void layer_norm_forward_kernel(const Tensor& out, const Tensor& save_mean, const
         rstd[r] = 1.0 / std::sqrt(var + eps);
         const M m = static_cast<M>(mu), s = static_cast<M>(rstd[r]);
         T* yr = y + r * k;
-        for (int64_t i = 0; i < k; ++i) yr[i] = static_cast<T>((static_cast<M>(xr[i]) - m) * s * w[i] + b[i]);
+        for (int64_t i = 0; i < k; ++i) yr[i] = convert<T>((convert<M>(xr[i]) - m) * s * w[i] + b[i]);
       }
     });
     store_vector(save_mean, mean);
@@ -432,9 +438,9 @@ void layer_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_wei
           const M mean_g = static_cast<M>(sums.g / static_cast<double>(k));
           const M mean_g_xhat = static_cast<M>(sums.g_xmu * s / static_cast<double>(k));
           for (int64_t i = 0; i < k; ++i) {
-            M xhat = (static_cast<M>(x[base + i]) - m) * rs;
-            M g = static_cast<M>(dy[base + i]) * w_m[i];
-            gx[base + i] = static_cast<T>(rs * (g - mean_g - xhat * mean_g_xhat));
+            M xhat = (convert<M>(x[base + i]) - m) * rs;
+            M g = convert<M>(dy[base + i]) * w_m[i];
+            gx[base + i] = convert<T>(rs * (g - mean_g - xhat * mean_g_xhat));
           }
         }
       }

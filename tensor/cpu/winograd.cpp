@@ -4,7 +4,9 @@
 // transformed into per-thread scratch, the product GEMMs run, and the results are transformed back. Chunks hold
 // enough tiles that each transformed filter bank is read from memory a few times per thread and call at most
 // (tiles_per_chunk()), and start at a whole vector of them, so that no lane is wasted where an image's tile count
-// is not a multiple of 16.
+// is not a multiple of 16. With bfloat16 activations the border copies widen them and each chunk's outputs are
+// rounded as they leave it (staged in float32 in the thread's scratch, still in L2): the float32 kernels on
+// converted operands, bit for bit, without the converted copies.
 #include "tensor/cpu/winograd.h"
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "tensor/cpu/conv_gemm.h"
+#include "tensor/cpu/half_convert.h"
 #include "tensor/cpu/transpose_tiles.h"
 #include "tensor/cpu/winograd_tiles.h"
 #include "tensor/cpu/winograd_transforms.h"
@@ -154,17 +157,31 @@ inline void copy_row(const float* src, int64_t n, float* dst) {
   piece.template operator()<1>();
 }
 
+// dst[0, n) = float(src[0, n)): 16 at a time widened in a vector (a bfloat16 is a float's upper 16 bits), the
+// rest one by one.
+inline void copy_row(const BF16* src, int64_t n, float* dst) {
+  typedef uint16_t Bits __attribute__((vector_size(kLanes * sizeof(uint16_t))));
+  typedef uint32_t Wide __attribute__((vector_size(kLanes * sizeof(uint32_t))));
+  int64_t x = 0;
+  for (; x + kLanes <= n; x += kLanes) {
+    Bits bits;
+    std::memcpy(&bits, src + x, sizeof bits);
+    conv_gemm::store(dst + x, reinterpret_cast<V>(__builtin_convertvector(bits, Wide) << 16));
+  }
+  for (; x < n; ++x) dst[x] = to_float(src[x]);
+}
+
 // dst (channels, images + 1, plane) <- the chunk's images of src (N, channels, h, w) in a zero border (pad
 // wide, more on the right and at the bottom where tiles stick out), followed by a zero plane per channel for the
 // padding tiles. Only the rows that the chunk's patches cover are written, and of the zero plane the rows of one
 // patch when there are padding tiles.
-template <int R, int M>
-void border(const float* src, int64_t channels, const Chunk& c, const Geometry& g, float* dst) {
+template <int R, int M, class A>
+void border(const A* src, int64_t channels, const Chunk& c, const Geometry& g, float* dst) {
   constexpr int64_t pad = Sizes<R, M>::kPad;
   const int64_t stack = (c.images + 1) * g.plane;
   for (int64_t ch = 0; ch < channels; ++ch) {
     for (int64_t i = 0; i < c.images; ++i) {
-      const float* in = src + ((c.first + i) * channels + ch) * g.h * g.w;
+      const A* in = src + ((c.first + i) * channels + ch) * g.h * g.w;
       float* out = dst + ch * stack + i * g.plane;
       const TileRows rows = tile_rows(c, g, i);
       for (int64_t yb = g.m * rows.begin; yb < g.m * rows.end + 2 * pad; ++yb) {  // bordered rows
@@ -329,16 +346,48 @@ void forward_chunk(const float* bordered, int64_t c_in, const float* u, const fl
   }
 }
 
+// out (N, channels, h, w) as bfloat16 <- the chunk's output blocks from `staged`, its (images, channels, h, w)
+// slice in float32: per tile row of the chunk and channel, the pixel rows of its tiles (one span where the tile
+// row is whole), so that pixels of other chunks' tiles, written by other threads, are not touched.
+void round_blocks(const float* staged, int64_t channels, const Chunk& c, const Geometry& g, BF16* out) {
+  const int64_t plane = g.h * g.w;
+  BF16* out_chunk = out + c.first * channels * plane;
+  for (int64_t i = 0; i < c.images; ++i) {
+    const TileRows rows = tile_rows(c, g, i);
+    for (int64_t ty = rows.begin; ty < rows.end; ++ty) {
+      const int64_t row_first = (c.first + i) * g.tiles_per_image + ty * g.tiles_x;  // tile (ty, 0) of the image
+      const int64_t x0 = g.m * std::max<int64_t>(c.first_tile - row_first, 0);
+      const int64_t x1 = std::min(g.m * std::min(c.first_tile + c.tiles - row_first, g.tiles_x), g.w);
+      const int64_t y0 = g.m * ty, y1 = std::min(y0 + g.m, g.h);
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        const int64_t at = (i * channels + ch) * plane;
+        if (x0 == 0 && x1 == g.w) {
+          float_to_bf16(staged + at + y0 * g.w, out_chunk + at + y0 * g.w, (y1 - y0) * g.w);
+          continue;
+        }
+        for (int64_t y = y0; y < y1; ++y) {
+          float_to_bf16(staged + at + y * g.w + x0, out_chunk + at + y * g.w + x0, x1 - x0);
+        }
+      }
+    }
+  }
+}
+
 // out (N, c_out, h, w) = the convolution of in (N, c_in, h, w) with the transformed filters
-// u (products, c_out, c_in), plus bias (c_out; may be null).
-template <int R, int M>
-void run_forward(const float* in, int64_t c_in, const float* u, const float* bias, float* out, int64_t c_out,
+// u (products, c_out, c_in), plus bias (c_out; may be null); activations A = float or bfloat16.
+template <int R, int M, class A>
+void run_forward(const A* in, int64_t c_in, const float* u, const float* bias, A* out, int64_t c_out,
                  int64_t batch, const Geometry& g) {
   for_chunks(g, batch, tiles_per_chunk<R, M>(g, batch, c_in, c_out), c_out, [&](const Chunk& c, RunPosition) {
     float* bordered = bordered_scratch(c_in, c, g);
     border<R, M>(in, c_in, c, g, bordered);
-    float* out_chunk = out + c.first * c_out * g.h * g.w;
-    forward_chunk<R, M>(bordered, c_in, u, bias, out_chunk, c_out, c, g);
+    if constexpr (std::is_same_v<A, float>) {
+      forward_chunk<R, M>(bordered, c_in, u, bias, out + c.first * c_out * g.h * g.w, c_out, c, g);
+    } else {
+      float* staged = scratch<float, 15>(c.images * c_out * g.h * g.w);
+      forward_chunk<R, M>(bordered, c_in, u, bias, staged, c_out, c, g);
+      round_blocks(staged, c_out, c, g, out);
+    }
   });
 }
 
@@ -411,14 +460,14 @@ void weight_outputs(const Sum* sums, int64_t c_out, int64_t c_in, int64_t cop, f
   }
 }
 
-template <int R, int M>
-void convolve(const float* x, const float* w, const float* bias, float* y, const ConvShape& s) {
+template <int R, int M, class A>
+void convolve(const A* x, const float* w, const float* bias, A* y, const ConvShape& s) {
   run_forward<R, M>(x, s.c_in, transformed_filters<R, M>(w, s.c_out, s.c_in, false), bias, y, s.c_out, s.batch,
                     Geometry(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad));
 }
 
-template <int R, int M>
-void input_gradient(const float* gy, const float* w, float* gx, const ConvShape& s) {
+template <int R, int M, class A>
+void input_gradient(const A* gy, const float* w, A* gx, const ConvShape& s) {
   run_forward<R, M>(gy, s.c_out, transformed_filters<R, M>(w, s.c_in, s.c_out, true), nullptr, gx, s.c_in, s.batch,
                     Geometry(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad));
 }
@@ -436,8 +485,8 @@ constexpr int64_t kFloatTotalFlushes = 4;
 // patches, and a float32 running sum over a whole batch of tiles would lose several bits), float32 when all
 // threads together flush at most kFloatTotalFlushes times (ResNet-18's 256- and 512-channel layers: 36 x 256 x
 // 256 or 16 x 512 x 512 sums, whose double copy and transform cost several percent of the call).
-template <int R, int M, class Total>
-void weight_gradient_summed(const float* gy, const float* x, float* gw, const ConvShape& s, int64_t chunk_tiles,
+template <int R, int M, class Total, class A>
+void weight_gradient_summed(const A* gy, const A* x, float* gw, const ConvShape& s, int64_t chunk_tiles,
                             int64_t chunks_per_flush) {
   constexpr int n = Sizes<R, M>::kPatch, m_out = Sizes<R, M>::kOut;
   constexpr int64_t products = Sizes<R, M>::kProducts;
@@ -466,7 +515,14 @@ void weight_gradient_summed(const float* gy, const float* x, float* gw, const Co
         pixels = padded<float>(pixels);
         first = std::min(first, plane - pixels);
       }
-      transpose(gy + (c.first + i) * c_out * plane + first, c_out, pixels, plane, gyt + (i * plane + first) * cop, cop);
+      const A* gy_image = gy + (c.first + i) * c_out * plane + first;
+      if constexpr (std::is_same_v<A, float>) {
+        transpose(gy_image, c_out, pixels, plane, gyt + (i * plane + first) * cop, cop);
+      } else {  // widened into (c_out, pixels) first
+        float* wide = scratch<float, 15>(c_out * pixels);
+        for (int64_t co = 0; co < c_out; ++co) copy_row(gy_image + co * plane, pixels, wide + co * pixels);
+        transpose(wide, c_out, pixels, pixels, gyt + (i * plane + first) * cop, cop);
+      }
     }
     // e (products, padded, lde): E^T (the padding tiles repeat tile 0; their V columns are zero). Pixels of a
     // block outside the image are zero.
@@ -506,8 +562,8 @@ void weight_gradient_summed(const float* gy, const float* x, float* gw, const Co
   weight_outputs<R, M>(total, c_out, c_in, cop, gw);
 }
 
-template <int R, int M>
-void weight_gradient(const float* gy, const float* x, float* gw, const ConvShape& s) {
+template <int R, int M, class A>
+void weight_gradient(const A* gy, const A* x, float* gw, const ConvShape& s) {
   const Geometry g(s.h, s.w, Sizes<R, M>::kOut, Sizes<R, M>::kPad);
   const int64_t chunk_tiles = tiles_per_chunk<R, M>(g, s.batch, s.c_in, s.c_out);
   const int64_t chunks_per_flush = std::max<int64_t>(1, kTilesPerFlush / chunk_tiles);
@@ -516,9 +572,9 @@ void weight_gradient(const float* gy, const float* x, float* gw, const ConvShape
   const int64_t chunks = (s.batch * g.tiles_per_image + chunk_tiles - 1) / chunk_tiles;
   const int64_t flushes = (chunks + chunks_per_flush - 1) / chunks_per_flush + get_num_threads() - 1;
   if (flushes <= kFloatTotalFlushes) {
-    weight_gradient_summed<R, M, float>(gy, x, gw, s, chunk_tiles, chunks_per_flush);
+    weight_gradient_summed<R, M, float, A>(gy, x, gw, s, chunk_tiles, chunks_per_flush);
   } else {
-    weight_gradient_summed<R, M, double>(gy, x, gw, s, chunk_tiles, chunks_per_flush);
+    weight_gradient_summed<R, M, double, A>(gy, x, gw, s, chunk_tiles, chunks_per_flush);
   }
 }
 
@@ -569,28 +625,47 @@ bool supported(const ConvShape& s, int64_t tile) {
 
 bool supported(const ConvShape& s) { return supported(s, tile_side(s)); }
 
-void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s, int64_t tile) {
+template <class A>
+void forward(const A* x, const float* w, const float* bias, A* y, const ConvShape& s, int64_t tile) {
   with_tiling(s, tile, [&]<int R, int M>() { convolve<R, M>(x, w, bias, y, s); });
 }
 
-void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s, int64_t tile) {
+template <class A>
+void backward_input(const A* gy, const float* w, A* gx, const ConvShape& s, int64_t tile) {
   with_tiling(s, tile, [&]<int R, int M>() { input_gradient<R, M>(gy, w, gx, s); });
 }
 
-void backward_weight(const float* gy, const float* x, float* gw, const ConvShape& s, int64_t tile) {
+template <class A>
+void backward_weight(const A* gy, const A* x, float* gw, const ConvShape& s, int64_t tile) {
   with_tiling(s, tile, [&]<int R, int M>() { weight_gradient<R, M>(gy, x, gw, s); });
 }
 
-void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s) {
+template <class A>
+void forward(const A* x, const float* w, const float* bias, A* y, const ConvShape& s) {
   forward(x, w, bias, y, s, tile_side(s));
 }
 
-void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s) {
+template <class A>
+void backward_input(const A* gy, const float* w, A* gx, const ConvShape& s) {
   backward_input(gy, w, gx, s, tile_side(s));
 }
 
-void backward_weight(const float* gy, const float* x, float* gw, const ConvShape& s) {
+template <class A>
+void backward_weight(const A* gy, const A* x, float* gw, const ConvShape& s) {
   backward_weight(gy, x, gw, s, tile_side(s));
 }
+
+template void forward(const float*, const float*, const float*, float*, const ConvShape&, int64_t);
+template void backward_input(const float*, const float*, float*, const ConvShape&, int64_t);
+template void backward_weight(const float*, const float*, float*, const ConvShape&, int64_t);
+template void forward(const float*, const float*, const float*, float*, const ConvShape&);
+template void backward_input(const float*, const float*, float*, const ConvShape&);
+template void backward_weight(const float*, const float*, float*, const ConvShape&);
+template void forward(const BF16*, const float*, const float*, BF16*, const ConvShape&, int64_t);
+template void backward_input(const BF16*, const float*, BF16*, const ConvShape&, int64_t);
+template void backward_weight(const BF16*, const BF16*, float*, const ConvShape&, int64_t);
+template void forward(const BF16*, const float*, const float*, BF16*, const ConvShape&);
+template void backward_input(const BF16*, const float*, BF16*, const ConvShape&);
+template void backward_weight(const BF16*, const BF16*, float*, const ConvShape&);
 
 }  // namespace syncgrad::cpu::winograd

@@ -15,7 +15,13 @@
 
 #include "tensor/cpu/conv_im2col.h"
 
+namespace Eigen {
+struct bfloat16;  // Eigen/Core's; the kernels only take pointers to it here
+}
+
 namespace syncgrad::cpu::winograd {
+
+using BF16 = Eigen::bfloat16;
 
 // Whether the kernels have a tiling of R x R kernels (R = `kernel`) on tile x tile output blocks: F(2x2, 3x3),
 // F(4x4, 3x3) and F(4x4, 5x5).
@@ -33,16 +39,25 @@ bool supported(const ConvShape& s, int64_t tile);
 bool supported(const ConvShape& s);
 
 // y (N, C_out, H, W) = conv(x (N, C_in, H, W), w (C_out, C_in, R, R)) + bias (C_out; may be null). These three
-// throw ValueError where !supported(s, tile).
-void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s, int64_t tile);
+// throw ValueError where !supported(s, tile). The activations (x, y, and the gradients gy, gx) are A = float or
+// bfloat16 (BF16): bfloat16 ones are widened to float32 as the kernels read them and rounded (to nearest even)
+// as they write them, which gives bit for bit what converting them, convolving in float32 and rounding the
+// result gives; filters, bias and the weight gradient are float32.
+template <class A>
+void forward(const A* x, const float* w, const float* bias, A* y, const ConvShape& s, int64_t tile);
 // gx (N, C_in, H, W) from gy (N, C_out, H, W) and w.
-void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s, int64_t tile);
+template <class A>
+void backward_input(const A* gy, const float* w, A* gx, const ConvShape& s, int64_t tile);
 // gw (C_out, C_in, R, R) = the weight gradient summed over the batch, from gy and x.
-void backward_weight(const float* gy, const float* x, float* gw, const ConvShape& s, int64_t tile);
+template <class A>
+void backward_weight(const A* gy, const A* x, float* gw, const ConvShape& s, int64_t tile);
 
 // The same on the tiles tile_side() picks.
-void forward(const float* x, const float* w, const float* bias, float* y, const ConvShape& s);
-void backward_input(const float* gy, const float* w, float* gx, const ConvShape& s);
-void backward_weight(const float* gy, const float* x, float* gw, const ConvShape& s);
+template <class A>
+void forward(const A* x, const float* w, const float* bias, A* y, const ConvShape& s);
+template <class A>
+void backward_input(const A* gy, const float* w, A* gx, const ConvShape& s);
+template <class A>
+void backward_weight(const A* gy, const A* x, float* gw, const ConvShape& s);
 
 }  // namespace syncgrad::cpu::winograd

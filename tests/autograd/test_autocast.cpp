@@ -55,11 +55,10 @@ TEST_CASE("autocast: matrix products and convolutions run in the scope's dtype")
   }
 }
 
-TEST_CASE("autocast: softmax, losses, norms, exp/log and sum/mean run in float32") {
+TEST_CASE("autocast: softmax, losses, layer norm, exp/log and sum/mean run in float32") {
   Tensor logits = randn({4, 5}).to(DType::bf16);
   Tensor target = randint(0, 5, {4}, {.dtype = DType::i64});
   Tensor positive = add(abs(logits), 1.0);
-  Tensor image = randn({2, 3, 4, 4}).to(DType::bf16);
   auto amp = autocast(DeviceType::kCPU, DType::bf16);
   CHECK(softmax(logits, 1).dtype() == DType::f32);
   CHECK(log_softmax(logits, 1).dtype() == DType::f32);
@@ -67,7 +66,6 @@ TEST_CASE("autocast: softmax, losses, norms, exp/log and sum/mean run in float32
   CHECK(cross_entropy(logits, target).dtype() == DType::f32);
   CHECK(nll_loss(log_softmax(logits, 1), target).dtype() == DType::f32);
   CHECK(mse_loss(logits, zeros({4, 5}).to(DType::bf16)).dtype() == DType::f32);
-  CHECK(batch_norm(image, zeros({3}), ones({3}), ones({3}), zeros({3}), true).dtype() == DType::f32);
   CHECK(layer_norm(logits, {5}).dtype() == DType::f32);
   CHECK(exp(logits).dtype() == DType::f32);
   CHECK(log(positive).dtype() == DType::f32);
@@ -220,4 +218,37 @@ TEST_CASE("autocast: conv2d gradients reach float32 weights; input gradients com
   CHECK(relative_error(weight.grad(), weight_ref.grad()) < 0.02);
   CHECK(relative_error(input.grad(), input_ref.grad()) < 0.02);
   CHECK(relative_error(bias.grad(), bias_ref.grad()) < 0.02);
+}
+
+TEST_CASE("autocast: batch norm on the CPU normalises a bfloat16 input as it is (float32 parameters, statistics)") {
+  Generator gen(7);
+  const Tensor x32 = randn({4, 3, 5, 5}, {}, &gen);
+  Tensor x = x32.to(DType::bf16), weight = add(randn({3}, {}, &gen), 1.0), bias = randn({3}, {}, &gen);
+  Tensor residual = randn({4, 3, 5, 5}, {}, &gen);
+  for (Tensor* t : {&x, &weight, &bias, &residual}) t->requires_grad_(true);
+  Tensor running_mean = zeros({3}), running_var = ones({3});
+  Tensor y, fused;
+  {
+    auto amp = autocast(DeviceType::kCPU, DType::bf16);
+    y = batch_norm(x, running_mean, running_var, weight, bias, true);
+    fused = batch_norm_relu(x, zeros({3}), ones({3}), weight, bias, true, 0.1, 1e-5, residual);
+    CHECK(batch_norm(x32, zeros({3}), ones({3}), weight, bias, true).dtype() == DType::f32);  // float32 stays
+  }
+  CHECK(y.dtype() == DType::bf16);
+  CHECK(fused.dtype() == DType::bf16);  // the float32 residual is added in bfloat16
+  CHECK(running_mean.dtype() == DType::f32);
+  // Against float32 batch norm of the same (bfloat16-representable) input: within bfloat16's rounding.
+  const Tensor x_exact = x.detach().to(DType::f32);
+  const Tensor want = batch_norm(x_exact, zeros({3}), ones({3}), weight.detach(), bias.detach(), true);
+  const std::vector<float> got = to_vector<float>(y.to(DType::f32)), expected = to_vector<float>(want);
+  for (size_t i = 0; i < got.size(); ++i) CHECK(std::abs(got[i] - expected[i]) <= 1e-2f * (1 + std::abs(expected[i])));
+  const Tensor mean_want = mean(x_exact, {0, 2, 3});
+  const std::vector<float> rm = to_vector<float>(running_mean), rm_want = to_vector<float>(mean_want);
+  for (size_t c = 0; c < 3; ++c) CHECK(rm[c] == doctest::Approx(0.1f * rm_want[c]).epsilon(1e-5));
+  sum(add(y.to(DType::f32), fused.to(DType::f32))).backward();
+  REQUIRE(x.grad().defined());
+  CHECK(x.grad().dtype() == DType::bf16);
+  CHECK(weight.grad().dtype() == DType::f32);
+  CHECK(bias.grad().dtype() == DType::f32);
+  CHECK(residual.grad().dtype() == DType::f32);
 }
