@@ -3,11 +3,12 @@
 CIFAR-10 binary batches, random crop with padding 4, horizontal flip, per-channel normalisation (done per batch
 on the host in this thread, as syncgrad-train --workers 0 does), SGD lr 0.05 momentum 0.9. Times STEPS steps
 after WARMUP steps and prints 'samples/s N peak_rss_mib M cpu_samples/s C' (C: per second of CPU time, robust
-to a loaded machine; on cuda followed by 'peak_device_mib D').
+to a loaded machine; on cuda followed by 'peak_device_mib D'). With --amp bf16 the forward and the loss run under
+bfloat16 autocast (torch.autocast; on the CPU oneDNN's bf16 convolutions and GEMMs).
 --device cpu (default): OMP_NUM_THREADS threads (1 unless set). --device cuda: see torch_device.py (the host batch is copied to the device,
 whose asynchronous work overlaps the next batch's augmentation).
 Not a dependency of syncgrad; a reference peer for benchmarks.
-Usage: torch_resnet.py resnet18|resnet20 STEPS DATA_DIR BATCH [WARMUP=2] [--device cpu|cuda]
+Usage: torch_resnet.py resnet18|resnet20 STEPS DATA_DIR BATCH [WARMUP=2] [--device cpu|cuda] [--amp off|bf16]
 """
 import argparse
 import os
@@ -51,7 +52,8 @@ def main(args):
         index = order[first:first + batch]
         x = to_device(normalize(augment(images[index], generator)), device)  # (B, 3, 32, 32)
         y = to_device(torch.from_numpy(labels[index]), device)
-        loss = F.cross_entropy(model(x), y)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.amp == "bf16"):
+            loss = F.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -69,4 +71,5 @@ if __name__ == "__main__":
     parser.add_argument("batch", type=int)
     parser.add_argument("warmup", type=int, nargs="?", default=2, help="untimed steps first")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--amp", choices=("off", "bf16"), default="off")
     main(parser.parse_args())
