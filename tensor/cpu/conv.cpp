@@ -8,10 +8,12 @@
 //   grad input:   dcol (K, Pp) = W^T (K, C_out_g) * grad_out (C_out_g, Pp), then col2im
 //   grad weight:  dW^T (K, cop) += col (K, J) * grad_out^T (J, cop) over chunks of images, J = their OH * OW
 //                 columns, cop = C_out_g padded to vectors; transposed into grad_weight at the end.
-// Scratch buffers are per thread and reused across calls. float32 and float64 run natively; bfloat16 stride-1
-// convolutions that float32 does not run with Winograd run on the AVX512_BF16 kernels of bf16_conv.cpp where
-// they are chosen (bf16::dot_available); those it does run with Winograd run on its kernels with bfloat16
-// activations (on_bf16_winograd); other float16/bfloat16 cases are converted to float32 and back.
+// Scratch buffers are per thread and reused across calls. float32 and float64 run natively. bfloat16 runs on
+// oneDNN's convolution primitives where bfloat16 goes to oneDNN (onednn_bf16_chosen: where AMX-BF16 is usable,
+// onednn_conv.h); elsewhere bfloat16 stride-1 convolutions that float32 does not run with Winograd run on the
+// AVX512_BF16 kernels of bf16_conv.cpp where they are chosen (bf16::dot_available), those it does run with
+// Winograd run on its kernels with bfloat16 activations (on_bf16_winograd); other float16/bfloat16 cases are
+// converted to float32 and back.
 #include <algorithm>
 #include <mutex>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/conv_im2col.h"
 #include "tensor/cpu/conv_implicit.h"
+#include "tensor/cpu/onednn_conv.h"
 #include "tensor/cpu/onednn_gemm.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/cpu/winograd.h"
@@ -278,6 +281,11 @@ void dispatch(const char* op, const Tensor& result, std::initializer_list<Tensor
   });
 }
 
+// Whether a conv kernel writing `result` tries oneDNN's primitives first (onednn_conv.h): bfloat16 where the
+// matmuls go to oneDNN too, by default where AMX-BF16 is usable; shapes oneDNN has only reference kernels for
+// fall through to the paths below.
+bool bf16_on_onednn(const Tensor& result) { return result.dtype() == DType::bf16 && onednn_bf16_chosen(); }
+
 // Whether a conv kernel writing `result` runs on the bfloat16 dot-product kernels: stride 1, where the kernels
 // are chosen, and not where float32 runs Winograd, whose 6.25x (5x5) or 4x (3x3; 2.25x on images of at most 4x4)
 // fewer multiplications beat vdpbf16ps's twice the FMA's rate.
@@ -297,13 +305,15 @@ using winograd::BF16;
 
 // The elements of a bfloat16 operand (the conv ops give a kernel operands of the result's dtype).
 BF16* bf16_data(const Tensor& t) {
-  SYNCGRAD_CHECK(t.dtype() == DType::bf16, Error, "conv2d: a bfloat16 kernel got a ", dtype_name(t.dtype()), " operand");
+  SYNCGRAD_CHECK(t.dtype() == DType::bf16, Error, "conv2d: a bfloat16 kernel got a ", dtype_name(t.dtype()),
+                 " operand");
   return static_cast<BF16*>(t.data_ptr());
 }
 
 void conv2d_kernel(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                    const Conv2dParams& params) {
   const ConvShape s = conv_shape(input.sizes(), weight.sizes(), out.sizes(), params);
+  if (bf16_on_onednn(out) && onednn_conv_forward(out, input, weight, bias, s)) return;
   if (on_bf16_dot(out, s)) return bf16::conv_forward(out, input, weight, bias, s);
   if (on_bf16_winograd(out, s)) {
     const Tensor w = raw::to(weight, DType::f32), b = float32_or_undefined(bias);
@@ -318,6 +328,7 @@ void conv2d_kernel(const Tensor& out, const Tensor& input, const Tensor& weight,
 void conv2d_backward_input_kernel(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight,
                                   const Conv2dParams& params) {
   const ConvShape s = conv_shape(grad_input.sizes(), weight.sizes(), grad_out.sizes(), params);
+  if (bf16_on_onednn(grad_input) && onednn_conv_backward_input(grad_input, grad_out, weight, s)) return;
   if (on_bf16_dot(grad_input, s) && implicit_conv::backward_input_supported(s)) {
     return bf16::conv_backward_input(grad_input, grad_out, weight, s);
   }
@@ -332,6 +343,7 @@ void conv2d_backward_input_kernel(const Tensor& grad_input, const Tensor& grad_o
 void conv2d_backward_weight_kernel(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& input,
                                    const Conv2dParams& params) {
   const ConvShape s = conv_shape(input.sizes(), grad_weight.sizes(), grad_out.sizes(), params);
+  if (bf16_on_onednn(grad_weight) && onednn_conv_backward_weight(grad_weight, grad_out, input, s)) return;
   if (on_bf16_dot(grad_weight, s)) return bf16::conv_backward_weight(grad_weight, grad_out, input, s);
   if (on_bf16_winograd(grad_weight, s)) {
     const Tensor gw = empty(grad_weight.sizes(), {.dtype = DType::f32});

@@ -6,7 +6,6 @@
 #include <dnnl.h>
 #include <dnnl.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -15,9 +14,9 @@
 #include <tuple>
 #include <utility>
 #include <unordered_map>
-#include <vector>
 
 #include "tensor/cpu/cpu_features.h"
+#include "tensor/cpu/onednn_context.h"
 
 namespace syncgrad::cpu {
 namespace {
@@ -38,14 +37,7 @@ using DataType = dnnl::memory::data_type;
 // Data type, M, N, K, A's and B's row and column strides, C's row stride, accumulate, bias.
 using Key = std::tuple<DataType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// A matmul primitive and the scratchpad it needs. The scratchpad is the caller's (scratchpad_mode::user): with
-// the library's own, which Debian's build shares between threads, two threads running primitives at once (the
-// replicas of DataParallel) overwrote each other's partial results.
+// A matmul primitive and the scratchpad it needs (the caller's: onednn_context.h).
 struct Matmul {
   dnnl::matmul primitive;
   dnnl::memory::desc scratchpad;
@@ -72,7 +64,7 @@ std::shared_ptr<const Matmul> primitive_for(const Key& key) {
     const desc a({m, k}, type, {a_rows, a_cols}), b({k, n}, type, {b_rows, b_cols}), c({m, n}, type, {ldc, 1});
     const dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(a, b, desc({1, n}, type, {n, 1}), c)
                                                : dnnl::matmul::desc(a, b, c),
-                                          attr, cpu_engine());
+                                          attr, onednn::engine());
     matmul = std::make_shared<const Matmul>(Matmul{dnnl::matmul(pd), pd.scratchpad_desc()});
   } catch (const dnnl::error&) {
     matmul = nullptr;  // a layout or type oneDNN does not take here: the caller's own kernels run it
@@ -115,17 +107,12 @@ bool run_matmul(DataType type, int64_t m, int64_t n, int64_t k, Operand a, Opera
   if (long_row_major(b)) return false;
   const auto matmul = primitive_for({type, m, n, k, a.rows, a.cols, b.rows, b.cols, ldc, accumulate, bias != nullptr});
   if (!matmul) return false;
-  const auto& engine = cpu_engine();
-  thread_local dnnl::stream stream(engine);
+  const auto& engine = onednn::engine();
   using desc = dnnl::memory::desc;
   dnnl::memory a_mem(desc({m, k}, type, {a.rows, a.cols}), engine, const_cast<void*>(a.data));
   dnnl::memory b_mem(desc({k, n}, type, {b.rows, b.cols}), engine, const_cast<void*>(b.data));
   dnnl::memory c_mem(desc({m, n}, type, {ldc, 1}), engine, c);
-  constexpr size_t kAlignment = 64;
-  thread_local std::vector<uint8_t> scratchpad;
-  scratchpad.resize(std::max(scratchpad.size(), matmul->scratchpad.get_size() + kAlignment));
-  void* aligned = scratchpad.data() + (kAlignment - reinterpret_cast<uintptr_t>(scratchpad.data()) % kAlignment);
-  dnnl::memory scratchpad_mem(matmul->scratchpad, engine, aligned);
+  const dnnl::memory scratchpad_mem = onednn::thread_memory(matmul->scratchpad, 0);
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem},
                                              {DNNL_ARG_WEIGHTS, b_mem},
                                              {DNNL_ARG_DST, c_mem},
@@ -133,6 +120,7 @@ bool run_matmul(DataType type, int64_t m, int64_t n, int64_t k, Operand a, Opera
   if (bias != nullptr) {
     args.emplace(DNNL_ARG_BIAS, dnnl::memory(desc({1, n}, type, {n, 1}), engine, const_cast<void*>(bias)));
   }
+  dnnl::stream& stream = onednn::stream();
   matmul->primitive.execute(stream, args);
   stream.wait();
   return true;
@@ -142,7 +130,8 @@ bool run_matmul(DataType type, int64_t m, int64_t n, int64_t k, Operand a, Opera
 // path is faster (docs/BENCHMARKS.md: oneDNN's avx512_core_bf16 matmul at 0.46-0.67x its float32 on the Intel
 // Xeon without AMX). SYNCGRAD_CPU_BF16_ONEDNN=1 chooses oneDNN wherever it has bfloat16 kernels, =0 never.
 bool choose_onednn_bf16() {
-  return kernel_override("SYNCGRAD_CPU_BF16_ONEDNN", "1: bfloat16 matmuls on oneDNN, 0: on syncgrad's own kernels")
+  return kernel_override("SYNCGRAD_CPU_BF16_ONEDNN",
+                         "1: bfloat16 matmuls and convolutions on oneDNN, 0: on syncgrad's own kernels")
       .value_or(amx_bf16_usable());
 }
 

@@ -5,8 +5,8 @@
 // runs on the AVX512_BF16 dot-product kernels where the CPU has them (meson test "bf16_kernels", with
 // SYNCGRAD_CPU_BF16_DOT=1), with SYNCGRAD_CPU_BF16_DOT=0 on the float32 path ("bf16_kernels_fallback": the
 // operands widened to float32, the float32 GEMM and convolutions, the result rounded once), with
-// SYNCGRAD_CPU_BF16_ONEDNN=1 on oneDNN's bfloat16 matmul ("bf16_kernels_onednn"), and with the CPU's own choice
-// where AMX is usable ("bf16_kernels_amx", skipped visibly elsewhere).
+// SYNCGRAD_CPU_BF16_ONEDNN=1 on oneDNN's bfloat16 matmul and convolutions ("bf16_kernels_onednn"), and with the
+// CPU's own choice where AMX is usable ("bf16_kernels_amx", skipped visibly elsewhere).
 #include <doctest/doctest.h>
 
 #include <Eigen/Core>
@@ -22,6 +22,7 @@
 #include "syncgrad.h"
 #include "tensor/cpu/bf16_kernels.h"
 #include "tensor/cpu/cpu_features.h"
+#include "tensor/cpu/onednn_conv.h"
 #include "tensor/cpu/onednn_gemm.h"
 
 using namespace syncgrad;
@@ -157,7 +158,7 @@ TEST_CASE("bf16 matmul: batches, broadcasting, views at odd offsets, addmm and l
 
 TEST_CASE("bf16 conv2d: forward and both gradients match float32 on the same values") {
   struct Case {
-    int64_t n, c_in, c_out, h, w, k, stride, padding, groups;
+    int64_t n, c_in, c_out, h, w, k, stride, padding, groups, dilation = 1;
   };
   const Case cases[] = {
       {4, 32, 64, 14, 14, 5, 1, 2, 1},  // the CNN's conv2 (float32 Winograd, also under bf16)
@@ -169,26 +170,66 @@ TEST_CASE("bf16 conv2d: forward and both gradients match float32 on the same val
       {1, 2, 3, 4, 4, 1, 1, 0, 1},      // 1x1
       {2, 4, 6, 9, 9, 5, 1, 4, 1},      // padding beyond kernel - 1
       {2, 4, 6, 9, 9, 3, 2, 1, 1},      // stride 2 (not a dot-product kernel: converted to float32)
+      {2, 16, 16, 8, 8, 3, 1, 1, 1},    // a ResNet block's 3x3 layer
+      {2, 16, 32, 8, 8, 3, 2, 1, 1},    // its stride-2 layer
+      {2, 16, 32, 8, 8, 1, 2, 0, 1},    // its 1x1 projection: the last window stops short of the border
+      {2, 8, 12, 11, 10, 3, 2, 1, 4},   // groups with stride 2 and odd sizes
+      {2, 6, 8, 11, 12, 3, 1, 2, 1, 2}, // dilation 2
   };
   Generator gen(13);
   for (const Case& c : cases) {
     CAPTURE(c.c_in);
     CAPTURE(c.c_out);
     CAPTURE(c.k);
+    CAPTURE(c.stride);
     CAPTURE(c.padding);
     CAPTURE(c.groups);
+    CAPTURE(c.dilation);
     Tensor x = bf16_randn({c.n, c.c_in, c.h, c.w}, gen);
     Tensor w = bf16_randn({c.c_out, c.c_in / c.groups, c.k, c.k}, gen);
     Tensor b = bf16_randn({c.c_out}, gen);
-    Tensor y = raw::conv2d(x, w, b, c.stride, c.padding, 1, c.groups);
+    Tensor y = raw::conv2d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
     CHECK(y.dtype() == DType::bf16);
-    CHECK(relative_error(y, raw::conv2d(f32(x), f32(w), f32(b), c.stride, c.padding, 1, c.groups)) < kTolerance);
-    const Conv2dParams p{c.stride, c.padding, 1, c.groups};
+    CHECK(relative_error(y, raw::conv2d(f32(x), f32(w), f32(b), c.stride, c.padding, c.dilation, c.groups)) <
+          kTolerance);
+    const Conv2dParams p{c.stride, c.padding, c.dilation, c.groups};
     Tensor gy = bf16_randn(y.sizes(), gen);
     CHECK(relative_error(raw::conv2d_backward_input(gy, w, x.sizes(), p),
                          raw::conv2d_backward_input(f32(gy), f32(w), x.sizes(), p)) < kTolerance);
     CHECK(relative_error(raw::conv2d_backward_weight(gy, x, w.sizes(), p),
                          raw::conv2d_backward_weight(f32(gy), f32(x), w.sizes(), p)) < kTolerance);
+  }
+}
+
+// oneDNN's bfloat16 convolutions called directly (onednn_conv.h), where bfloat16 goes to oneDNN, so that a silent
+// fall-back cannot pass for them: the CNN's and a ResNet block's layers, each pass against float32.
+TEST_CASE("bf16 conv2d on oneDNN: the primitives run the bundled models' layers and match float32") {
+  if (!cpu::onednn_bf16_chosen()) {
+    MESSAGE("SKIP: bfloat16 does not go to oneDNN here (no usable AMX-BF16, SYNCGRAD_CPU_BF16_ONEDNN unset or 0)");
+    return;
+  }
+  struct Case {
+    int64_t n, c_in, c_out, h, w, k, stride, padding;
+  };
+  const Case cases[] = {{4, 32, 64, 14, 14, 5, 1, 2}, {2, 16, 16, 8, 8, 3, 1, 1}, {2, 16, 32, 8, 8, 1, 2, 0}};
+  Generator gen(29);
+  for (const Case& c : cases) {
+    CAPTURE(c.k);
+    CAPTURE(c.stride);
+    const Conv2dParams p{c.stride, c.padding, 1, 1};
+    const int64_t oh = conv_output_size(c.h, c.k, c.stride, c.padding, 1);
+    const int64_t ow = conv_output_size(c.w, c.k, c.stride, c.padding, 1);
+    const cpu::ConvShape s{c.n, c.c_in, c.h, c.w, c.c_out, c.k, c.k, oh, ow, 1, p};
+    Tensor x = bf16_randn({c.n, c.c_in, c.h, c.w}, gen), w = bf16_randn({c.c_out, c.c_in, c.k, c.k}, gen);
+    Tensor b = bf16_randn({c.c_out}, gen), gy = bf16_randn({c.n, c.c_out, oh, ow}, gen);
+    Tensor y = empty(gy.sizes(), {.dtype = DType::bf16}), gx = empty(x.sizes(), {.dtype = DType::bf16});
+    Tensor gw = empty(w.sizes(), {.dtype = DType::bf16});
+    REQUIRE(cpu::onednn_conv_forward(y, x, w, b, s));
+    REQUIRE(cpu::onednn_conv_backward_input(gx, gy, w, s));
+    REQUIRE(cpu::onednn_conv_backward_weight(gw, gy, x, s));
+    CHECK(relative_error(y, raw::conv2d(f32(x), f32(w), f32(b), c.stride, c.padding)) < kTolerance);
+    CHECK(relative_error(gx, raw::conv2d_backward_input(f32(gy), f32(w), x.sizes(), p)) < kTolerance);
+    CHECK(relative_error(gw, raw::conv2d_backward_weight(f32(gy), f32(x), w.sizes(), p)) < kTolerance);
   }
 }
 

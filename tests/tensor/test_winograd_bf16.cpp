@@ -47,6 +47,8 @@ double relative_error(const Tensor& got, const Tensor& want) {
   return diff / scale;
 }
 
+BF16* elements(const Tensor& t) { return static_cast<BF16*>(t.data_ptr()); }
+
 Tensor f32(const Tensor& t) { return t.to(DType::f32); }
 Tensor bf16(const Tensor& t) { return t.to(DType::bf16); }
 
@@ -85,17 +87,17 @@ void check_case(const Case& c, int64_t kernel, uint64_t seed) {
     if (!cpu::winograd::has_tiling(kernel, tile)) continue;
     INFO("F(" << tile << "x" << tile << ", " << kernel << "x" << kernel << ")");
     const Tensor y = empty(gy.sizes(), {.dtype = DType::bf16}), y32 = empty(gy.sizes(), {.dtype = DType::f32});
-    cpu::winograd::forward(static_cast<BF16*>(x.data_ptr()), w32.data_ptr<float>(), b32.data_ptr<float>(), static_cast<BF16*>(y.data_ptr()), s,
+    cpu::winograd::forward(elements(x), w32.data_ptr<float>(), b32.data_ptr<float>(), elements(y), s,
                            tile);
     cpu::winograd::forward(x32.data_ptr<float>(), w32.data_ptr<float>(), b32.data_ptr<float>(), y32.data_ptr<float>(),
                            s, tile);
     CHECK(differences(y, bf16(y32)) == 0);
     const Tensor gx = empty(x.sizes(), {.dtype = DType::bf16}), gx32 = empty(x.sizes(), {.dtype = DType::f32});
-    cpu::winograd::backward_input(static_cast<BF16*>(gy.data_ptr()), w32.data_ptr<float>(), static_cast<BF16*>(gx.data_ptr()), s, tile);
+    cpu::winograd::backward_input(elements(gy), w32.data_ptr<float>(), elements(gx), s, tile);
     cpu::winograd::backward_input(gy32.data_ptr<float>(), w32.data_ptr<float>(), gx32.data_ptr<float>(), s, tile);
     CHECK(differences(gx, bf16(gx32)) == 0);
     const Tensor gw = empty(w.sizes(), {.dtype = DType::f32}), gw32 = empty(w.sizes(), {.dtype = DType::f32});
-    cpu::winograd::backward_weight(static_cast<BF16*>(gy.data_ptr()), static_cast<BF16*>(x.data_ptr()), gw.data_ptr<float>(), s, tile);
+    cpu::winograd::backward_weight(elements(gy), elements(x), gw.data_ptr<float>(), s, tile);
     cpu::winograd::backward_weight(gy32.data_ptr<float>(), x32.data_ptr<float>(), gw32.data_ptr<float>(), s, tile);
     if (c.threads == 1) {
       CHECK(to_vector<float>(gw) == to_vector<float>(gw32));
