@@ -34,8 +34,8 @@ bool onednn_sgemm(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatri
                   bool accumulate);
 
 // Whether bfloat16 products go to onednn_gemm, and bfloat16 convolutions to onednn_conv.h: by default where
-// AMX-BF16 is usable (cpu_features.h), where oneDNN runs them on the tiles; SYNCGRAD_CPU_BF16_ONEDNN=1 / =0 forces either way, any other value is a ValueError.
-// Decided once per process.
+// AMX-BF16 is usable (cpu_features.h), where oneDNN runs them on the tiles; SYNCGRAD_CPU_BF16_ONEDNN=1 / =0
+// forces either way, any other value is a ValueError. Decided once per process.
 bool onednn_bf16_chosen();
 
 }  // namespace syncgrad::cpu
