@@ -4,7 +4,7 @@ for bench/gpt_vs_pytorch.sh and bench/gpu_models_vs_pytorch.sh. Written for Debi
 attention there: the attention is q k^T, causal mask, softmax, dropout, @ v; syncgrad's CUDA attention is
 composed from the same pieces). Not a dependency of syncgrad.
 
-Usage: torch_gpt.py train STEPS TEXT_PATH BATCH MODEL_CONFIG [LR] [--device cpu|cuda] [--warmup 10]
+Usage: torch_gpt.py train STEPS TEXT_PATH BATCH MODEL_CONFIG [LR] [--device cpu|cuda] [--warmup 10] [--amp off|bf16]
          trains STEPS timed steps (after the warm-up steps) with AdamW and prints 'tokens/s N loss L' (on cuda
          followed by 'peak_device_mib D'); cpu (default): OMP_NUM_THREADS threads (1 unless set); cuda: see torch_device.py (the batch is
          gathered on the host, as syncgrad-train's loader does, and copied to the device)
@@ -136,7 +136,7 @@ def read_text(path):
     return b"".join(open(f, "rb").read() for f in files)
 
 
-def train(steps, path, batch, config_text, lr=1e-3, device_name="cpu", warmup=10):
+def train(steps, path, batch, config_text, lr=1e-3, device_name="cpu", warmup=10, amp="off"):
     device = prepare_device(device_name)
     torch.manual_seed(0)
     c = parse_config(config_text)
@@ -152,8 +152,9 @@ def train(steps, path, batch, config_text, lr=1e-3, device_name="cpu", warmup=10
             start = start_timing(device)
         starts = torch.randint(windows, (batch,)) * block
         chunk = to_device(train_tokens[starts.unsqueeze(1) + offsets], device)  # (B, T + 1)
-        logits = model(chunk[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), chunk[:, 1:].reshape(-1))
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp == "bf16"):
+            logits = model(chunk[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), chunk[:, 1:].reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -181,13 +182,15 @@ def parse_train_args(argv):
     parser.add_argument("lr", type=float, nargs="?", default=1e-3)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps first")
+    parser.add_argument("--amp", choices=("off", "bf16"), default="off",
+                        help="bf16: the forward and the loss under torch.autocast with bfloat16")
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "train":
         a = parse_train_args(sys.argv[2:])
-        train(a.steps, a.text, a.batch, a.config, a.lr, a.device, a.warmup)
+        train(a.steps, a.text, a.batch, a.config, a.lr, a.device, a.warmup, a.amp)
     elif len(sys.argv) > 1 and sys.argv[1] == "logits":
         logits(*sys.argv[2:6])
     else:

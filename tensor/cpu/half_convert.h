@@ -23,6 +23,11 @@ inline float to_float(Eigen::bfloat16 v) { return bf16_bits_to_float(Eigen::nume
 
 inline Eigen::bfloat16 to_bf16(float v) { return Eigen::numext::bit_cast<Eigen::bfloat16>(float_to_bf16_bits(v)); }
 
+// dst[i] = float(src[i]) for n elements (exact).
+inline void bf16_to_float(const Eigen::bfloat16* __restrict src, float* __restrict dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = to_float(src[i]);
+}
+
 // dst[i] = bfloat16(src[i]) for n elements.
 inline void float_to_bf16(const float* __restrict src, Eigen::bfloat16* __restrict dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = to_bf16(src[i]);
