@@ -1,15 +1,14 @@
 // CPU pooling kernels (max, average, adaptive average, and their backwards) over contiguous NCHW tensors.
 // Each (n, c) plane is independent, so the planes are split across the intra-op threads; half types
-// accumulate in float. The CNNs' 2x2/2 max pooling has its own path (AVX-512 for float where available).
+// accumulate in float. The CNNs' 2x2/2 max pooling has its own path (max_pool_2x2.h on AVX-512), forward and
+// backward; max pooling's backward writes every element of its gradient plane.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
+#include "tensor/cpu/max_pool_2x2.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/cpu/window.h"
 #include "tensor/ops/pool.h"
@@ -50,72 +49,13 @@ Span dilated_span(int64_t i, int64_t kernel, int64_t stride, int64_t padding, in
   return {begin, end};
 }
 
-#if defined(__AVX512F__)
-// One output row of float 2x2/2 max pooling with AVX-512: 16 windows at a time, even/odd columns of the two
-// input rows split by permutes, masked loads and stores for the row's tail. Same ties and NaN rule as below.
-void max_pool_2x2_row_avx512(const float* top, const float* bottom, float* best, int64_t* where, int64_t ow,
-                             int64_t w, int64_t row_start) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  const __m512i right = _mm512_set1_epi32(1), below = _mm512_set1_epi32(static_cast<int32_t>(w)),
-                below_right = _mm512_set1_epi32(static_cast<int32_t>(w) + 1);
-  for (int64_t ox = 0; ox < ow; ox += 16) {
-    const int64_t n = std::min<int64_t>(16, ow - ox);
-    const uint32_t in_mask = n == 16 ? ~0u : (1u << (2 * n)) - 1;  // 2n input columns
-    const auto lo = static_cast<__mmask16>(in_mask), hi = static_cast<__mmask16>(in_mask >> 16);
-    const __m512 t0 = _mm512_maskz_loadu_ps(lo, top + 2 * ox), t1 = _mm512_maskz_loadu_ps(hi, top + 2 * ox + 16);
-    const __m512 b0 = _mm512_maskz_loadu_ps(lo, bottom + 2 * ox),
-                 b1 = _mm512_maskz_loadu_ps(hi, bottom + 2 * ox + 16);
-    __m512 m = _mm512_permutex2var_ps(t0, even, t1);
-    __m512i at = _mm512_setzero_si512();
-    auto visit = [&](__m512 v, __m512i offset) {
-      const __mmask16 take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-      m = _mm512_mask_blend_ps(take, m, v);
-      at = _mm512_mask_blend_epi32(take, at, offset);
-    };
-    visit(_mm512_permutex2var_ps(t0, odd, t1), right);
-    visit(_mm512_permutex2var_ps(b0, even, b1), below);
-    visit(_mm512_permutex2var_ps(b0, odd, b1), below_right);
-    at = _mm512_add_epi32(at, _mm512_add_epi32(even, _mm512_set1_epi32(static_cast<int32_t>(2 * ox))));
-    const auto out_mask = static_cast<__mmask16>((1u << n) - 1);
-    _mm512_mask_storeu_ps(best + ox, out_mask, m);
-    const __m512i start = _mm512_set1_epi64(row_start);
-    _mm512_mask_storeu_epi64(where + ox, static_cast<__mmask8>(out_mask),
-                             _mm512_add_epi64(start, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(at))));
-    _mm512_mask_storeu_epi64(where + ox + 8, static_cast<__mmask8>(out_mask >> 8),
-                             _mm512_add_epi64(start, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(at, 1))));
-  }
-}
-#endif
-
-// 2x2 windows with stride 2, no padding or dilation, for planes [first, last). On AVX-512 machines float (and
-// the half types, their planes widened to float) goes through the vector row kernel above; otherwise each
-// output row compares its four window values in order (ties keep the first; NaN wins, as in the general path).
+// 2x2 windows with stride 2, no padding or dilation, for planes [first, last). On AVX-512 machines float and the
+// half types go through the vector rows of max_pool_2x2.h; otherwise each output row compares its four window
+// values in order (ties keep the first; NaN wins, as in the general path).
 template <class T>
 void max_pool_2x2(const T* x, T* y, int64_t* idx, int64_t first, int64_t last, const PlaneShape& s) {
   using M = opmath_t<T>;
   const int64_t w = s.w;
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, half>) {
-    // Each input plane widened to float exactly, pooled by the float row kernel; the maxima narrow back exactly.
-    thread_local std::vector<float> buffer;
-    buffer.resize(static_cast<size_t>(s.in_plane() + s.out_plane()));
-    float* __restrict widened = buffer.data();
-    float* __restrict maxima = widened + s.in_plane();
-    for (int64_t plane = first; plane < last; ++plane) {
-      const T* in = x + plane * s.in_plane();
-      for (int64_t i = 0; i < s.in_plane(); ++i) widened[i] = convert<float>(in[i]);
-      for (int64_t oy = 0; oy < s.oh; ++oy) {
-        const float* top = widened + 2 * oy * w;
-        max_pool_2x2_row_avx512(top, top + w, maxima + oy * s.ow, idx + plane * s.out_plane() + oy * s.ow, s.ow, w,
-                                2 * oy * w);
-      }
-      T* out = y + plane * s.out_plane();
-      for (int64_t i = 0; i < s.out_plane(); ++i) out[i] = convert<T>(maxima[i]);
-    }
-    return;
-  }
-#endif
   for (int64_t plane = first; plane < last; ++plane) {
     for (int64_t oy = 0; oy < s.oh; ++oy) {
       const T* top = x + plane * s.in_plane() + 2 * oy * w;
@@ -123,9 +63,9 @@ void max_pool_2x2(const T* x, T* y, int64_t* idx, int64_t first, int64_t last, c
       T* best = y + plane * s.out_plane() + oy * s.ow;
       int64_t* where = idx + plane * s.out_plane() + oy * s.ow;
       const int64_t row_start = 2 * oy * w;
-#if defined(__AVX512F__)
-      if constexpr (std::is_same_v<T, float>) {
-        max_pool_2x2_row_avx512(top, bottom, best, where, s.ow, w, row_start);
+#if SYNCGRAD_MAX_POOL_2X2_AVX512
+      if constexpr (!std::is_same_v<T, double>) {
+        max_pool_2x2::forward_row(top, bottom, best, where, s.ow, w, row_start);
         continue;
       }
 #endif
@@ -209,20 +149,41 @@ void max_pool2d_kernel(const Tensor& out, const Tensor& indices, const Tensor& i
   });
 }
 
+// Scatter-adds one plane's gradients gy (out_plane) to their argmaxes in gx (in_plane, written whole): the half
+// types sum in a float plane, rounded once.
+template <class T>
+void max_pool_scatter_plane(const T* gy, const int64_t* idx, T* gx, const PlaneShape& s) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    std::fill(gx, gx + s.in_plane(), T(0));
+    for (int64_t o = 0; o < s.out_plane(); ++o) {
+      if (idx[o] >= 0) gx[idx[o]] += gy[o];
+    }
+  } else {
+    thread_local std::vector<float> sums;
+    sums.assign(static_cast<size_t>(s.in_plane()), 0.0f);
+    for (int64_t o = 0; o < s.out_plane(); ++o) {
+      if (idx[o] >= 0) sums[static_cast<size_t>(idx[o])] += convert<float>(gy[o]);
+    }
+    for (int64_t i = 0; i < s.in_plane(); ++i) gx[i] = convert<T>(sums[static_cast<size_t>(i)]);
+  }
+}
+
 void max_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices) {
   const PlaneShape s = plane_shape(grad_input.sizes(), grad_out.sizes());
   visit_floating(grad_out.dtype(), "max_pool2d_backward", [&]<class T>() {
-    using M = opmath_t<T>;
     const T* gy = static_cast<const T*>(grad_out.data_ptr());
     const int64_t* idx = indices.data_ptr<int64_t>();
     T* gx = static_cast<T*>(grad_input.data_ptr());
-    for_planes(s, s.out_plane(), [&](int64_t plane) {
-      T* dst = gx + plane * s.in_plane();
-      const int64_t first = plane * s.out_plane();
-      for (int64_t o = first; o < first + s.out_plane(); ++o) {
-        if (idx[o] < 0) continue;
-        dst[idx[o]] = convert<T>(convert<M>(dst[idx[o]]) + convert<M>(gy[o]));
+    for_planes(s, s.in_plane(), [&](int64_t plane) {
+      const T* plane_gy = gy + plane * s.out_plane();
+      const int64_t* plane_idx = idx + plane * s.out_plane();
+      T* plane_gx = gx + plane * s.in_plane();
+#if SYNCGRAD_MAX_POOL_2X2_AVX512
+      if constexpr (!std::is_same_v<T, double>) {
+        if (max_pool_2x2::backward_plane(plane_gy, plane_idx, plane_gx, s.h, s.w, s.oh, s.ow)) return;
       }
+#endif
+      max_pool_scatter_plane(plane_gy, plane_idx, plane_gx, s);
     });
   });
 }

@@ -1,5 +1,6 @@
 // Host glue of the CUDA pooling kernels (pool.cu): registers kernels::max_pool2d(_backward),
 // avg_pool2d(_backward) and adaptive_avg_pool2d(_backward).
+#include "tensor/cuda/check.h"
 #include "tensor/cuda/op_support.h"
 #include "tensor/cuda/pool_kernels.h"
 #include "tensor/cuda/register.h"
@@ -29,6 +30,7 @@ void max_pool2d_kernel(const Tensor& out, const Tensor& indices, const Tensor& i
 void max_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices) {
   require_floating("max_pool2d_backward", grad_out.dtype());
   on_device("max_pool2d_backward", grad_out.device(), [&](cudaStream_t stream) {
+    SG_CUDA_CHECK(cudaMemsetAsync(grad_input.data_ptr(), 0, grad_input.nbytes(), stream));  // the scatter adds
     launch_max_pool2d_backward(grad_out.dtype(), grad_input.data_ptr(), grad_out.data_ptr(),
                                indices.data_ptr<int64_t>(), pool_dims(grad_input.sizes(), grad_out.sizes()), stream);
   });

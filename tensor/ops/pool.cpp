@@ -92,10 +92,9 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 ker
 
 Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_shape) {
   check_grad_out("max_pool2d_backward", grad_out, indices.sizes());
-  Tensor grad_input = zeros_for(input_shape, grad_out);
-  if (grad_out.numel() > 0) {
-    kernels::max_pool2d_backward(grad_out.device(), grad_input, contiguous(grad_out), contiguous(indices));
-  }
+  if (grad_out.numel() == 0) return zeros_for(input_shape, grad_out);
+  Tensor grad_input = empty(input_shape, {.dtype = grad_out.dtype(), .device = grad_out.device()});
+  kernels::max_pool2d_backward(grad_out.device(), grad_input, contiguous(grad_out), contiguous(indices));
   return grad_input;
 }
 

@@ -31,7 +31,8 @@ namespace kernels {
 // iy * W + ix inside each input plane (the first one on ties; NaN wins).
 extern KernelSlot<void(const Tensor& out, const Tensor& indices, const Tensor& input, const Pool2dParams& params)>
     max_pool2d;
-// grad_input (N, C, H, W), zeroed, += grad_out scattered to the saved indices; all contiguous.
+// grad_input (N, C, H, W), uninitialised, = grad_out scattered (summed) to the saved indices, zero elsewhere: the
+// kernel writes every element; all contiguous.
 extern KernelSlot<void(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices)> max_pool2d_backward;
 // out (N, C, OH, OW) = window means of input (N, C, H, W); contiguous.
 extern KernelSlot<void(const Tensor& out, const Tensor& input, const Pool2dParams& params)> avg_pool2d;

@@ -478,6 +478,60 @@ TEST_CASE("max_pool2d backward routes each gradient to its argmax, summing where
   CHECK(to_vector<double>(r.grad()) == want);
 }
 
+// Direct max-pool backward in double: each gradient added to its argmax, zero elsewhere.
+std::vector<double> naive_max_pool_backward(const Shape& input, const std::vector<double>& gy,
+                                            const std::vector<int64_t>& where) {
+  const int64_t plane = input[2] * input[3];
+  const int64_t out_plane = static_cast<int64_t>(gy.size()) / (input[0] * input[1]);
+  std::vector<double> gx(static_cast<size_t>(input[0] * input[1] * plane), 0.0);
+  for (size_t o = 0; o < gy.size(); ++o) {
+    if (where[o] >= 0) gx[static_cast<size_t>(static_cast<int64_t>(o) / out_plane * plane + where[o])] += gy[o];
+  }
+  return gx;
+}
+
+TEST_CASE("max_pool2d forward and backward on every floating dtype, 2x2/2 vector rows and the general scatter") {
+  std::vector<PoolCase> cases = kMaxPoolCases;
+  cases.push_back({{2, 3, 29, 31}, 2, 2, 0, 1, false, {2, 3, 14, 15}});  // an odd row and column left over
+  cases.push_back({{1, 2, 6, 70}, 2, 2, 0, 1, false, {1, 2, 3, 35}});    // rows of 16 + 16 + 3 windows
+  cases.push_back({{1, 2, 9, 9}, 3, 2, 0, 1, false, {1, 2, 4, 4}});      // overlapping windows: summed
+  for (DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const PoolCase& c = cases[i];
+      INFO("case " << i << " dtype " << dtype_name(dtype));
+      Tensor x = random(c.input, 200 + i).to(dtype);
+      auto [want, where] = naive_max_pool(c, to_vector<double>(x));
+      auto [y, indices] = max_pool2d_with_indices(x, c.kernel, c.stride, c.padding, c.dilation, c.ceil_mode);
+      CHECK(y.dtype() == dtype);
+      check_close(y, c.expected, want, 0.0);
+      CHECK(to_vector<int64_t>(indices) == where);
+      Tensor gy = random(c.expected, 300 + i).to(dtype);
+      // The gradient is allocated uninitialised: a freed block of garbage of its size comes first.
+      { Tensor garbage = full(c.input, 7.0, {.dtype = dtype}); }
+      Tensor gx = raw::max_pool2d_backward(gy, indices, c.input);
+      CHECK(gx.dtype() == dtype);
+      const double tol = dtype == DType::f64 ? 1e-15 : dtype == DType::f32 ? 1e-6 : 1e-2;
+      check_close(gx, c.input, naive_max_pool_backward(c.input, to_vector<double>(gy), where), tol);
+    }
+  }
+}
+
+TEST_CASE("max_pool2d 2x2/2 on the half types: ties keep the first, NaN wins, the tail of a row is untouched") {
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    INFO(dtype_name(dtype));
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    Tensor x = from_vector(std::vector<double>{1, 1, 2, nan, 1, 1, 5, 3}, {1, 1, 2, 4}).to(dtype);
+    auto [y, indices] = max_pool2d_with_indices(x, 2);
+    std::vector<double> v = to_vector<double>(y);
+    CHECK(v[0] == 1.0);
+    CHECK(std::isnan(v[1]));
+    CHECK(to_vector<int64_t>(indices) == std::vector<int64_t>{0, 3});
+    Tensor gx = raw::max_pool2d_backward(from_vector(std::vector<double>{-2, 4}, {1, 1, 1, 2}).to(dtype), indices,
+                                         x.sizes());
+    CHECK(to_vector<double>(gx) == std::vector<double>{-2, 0, 0, 4, 0, 0, 0, 0});
+  }
+}
+
 TEST_CASE("avg_pool2d matches direct loops with padding, ceil_mode and count_include_pad") {
   const std::vector<PoolCase> cases = {
       {{2, 3, 6, 6}, 2, 2, 0, 1, false, {2, 3, 3, 3}},
