@@ -18,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "tensor/cpu/bf16_conv_weight_gemm.h"
 #include "tensor/cpu/bf16_kernels.h"
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/conv_im2col.h"
@@ -345,9 +346,9 @@ void conv2d_backward_weight_kernel(const Tensor& grad_weight, const Tensor& grad
   const ConvShape s = conv_shape(input.sizes(), grad_weight.sizes(), grad_out.sizes(), params);
   // oneDNN's AMX weight gradient with one input channel per group (the CNN's conv1: K = 25 per output channel)
   // took 2.05 ms where the float32 kernels on widened operands take 1.53 (syncgrad-bench conv --amp bf16).
-  if (bf16_on_onednn(grad_weight) && s.c_in_group() > 1 &&
-      onednn_conv_backward_weight(grad_weight, grad_out, input, s)) {
-    return;
+  if (bf16_on_onednn(grad_weight) && s.c_in_group() > 1) {
+    if (bf16_conv_weight_gemm_supported(s) && bf16_conv_weight_gemm(grad_weight, grad_out, input, s)) return;
+    if (onednn_conv_backward_weight(grad_weight, grad_out, input, s)) return;
   }
   if (on_bf16_dot(grad_weight, s)) return bf16::conv_backward_weight(grad_weight, grad_out, input, s);
   if (on_bf16_winograd(grad_weight, s)) {

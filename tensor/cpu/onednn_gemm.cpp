@@ -34,8 +34,9 @@ constexpr int64_t kMaxRowMajorB = 2048;
 constexpr size_t kMaxCachedPrimitives = 512;
 
 using DataType = dnnl::memory::data_type;
-// Data type, M, N, K, A's and B's row and column strides, C's row stride, accumulate, bias.
-using Key = std::tuple<DataType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+// Operand and result data types, M, N, K, A's and B's row and column strides, C's row stride, accumulate, bias.
+using Key = std::tuple<DataType, DataType, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       bool, bool>;
 
 // A matmul primitive and the scratchpad it needs (the caller's: onednn_context.h).
 struct Matmul {
@@ -50,7 +51,7 @@ std::shared_ptr<const Matmul> primitive_for(const Key& key) {
   std::lock_guard lock(mutex);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= kMaxCachedPrimitives) cache.clear();
-  const auto [type, m, n, k, a_rows, a_cols, b_rows, b_cols, ldc, accumulate, bias] = key;
+  const auto [type, c_type, m, n, k, a_rows, a_cols, b_rows, b_cols, ldc, accumulate, bias] = key;
   using desc = dnnl::memory::desc;
   std::shared_ptr<const Matmul> matmul;
   try {
@@ -61,8 +62,8 @@ std::shared_ptr<const Matmul> primitive_for(const Key& key) {
       sum.append_sum(1.0f);
       attr.set_post_ops(sum);
     }
-    const desc a({m, k}, type, {a_rows, a_cols}), b({k, n}, type, {b_rows, b_cols}), c({m, n}, type, {ldc, 1});
-    const dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(a, b, desc({1, n}, type, {n, 1}), c)
+    const desc a({m, k}, type, {a_rows, a_cols}), b({k, n}, type, {b_rows, b_cols}), c({m, n}, c_type, {ldc, 1});
+    const dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(a, b, desc({1, n}, c_type, {n, 1}), c)
                                                : dnnl::matmul::desc(a, b, c),
                                           attr, onednn::engine());
     matmul = std::make_shared<const Matmul>(Matmul{dnnl::matmul(pd), pd.scratchpad_desc()});
@@ -97,28 +98,29 @@ bool run_sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, 
                     ldc) == dnnl_success;
 }
 
-// c (m, n), rows ldc apart, (+)= a @ b (+ bias (n) on every row, when given): float32 without a bias on
-// dnnl_sgemm, the rest on the cached primitive; false when oneDNN refuses the layout.
-bool run_matmul(DataType type, int64_t m, int64_t n, int64_t k, Operand a, Operand b, void* c, int64_t ldc,
-                bool accumulate, const void* bias = nullptr) {
+// c (m, n) of c_type, rows ldc apart, (+)= a @ b of `type` (+ bias (n) of c_type on every row, when given):
+// float32 without a bias on dnnl_sgemm, the rest on the cached primitive; false when oneDNN refuses the layout.
+bool run_matmul(DataType type, DataType c_type, int64_t m, int64_t n, int64_t k, Operand a, Operand b, void* c,
+                int64_t ldc, bool accumulate, const void* bias = nullptr) {
   if (type == DataType::f32 && bias == nullptr && run_sgemm(m, n, k, a, b, static_cast<float*>(c), ldc, accumulate)) {
     return true;
   }
   if (long_row_major(b)) return false;
-  const auto matmul = primitive_for({type, m, n, k, a.rows, a.cols, b.rows, b.cols, ldc, accumulate, bias != nullptr});
+  const auto matmul =
+      primitive_for({type, c_type, m, n, k, a.rows, a.cols, b.rows, b.cols, ldc, accumulate, bias != nullptr});
   if (!matmul) return false;
   const auto& engine = onednn::engine();
   using desc = dnnl::memory::desc;
   dnnl::memory a_mem(desc({m, k}, type, {a.rows, a.cols}), engine, const_cast<void*>(a.data));
   dnnl::memory b_mem(desc({k, n}, type, {b.rows, b.cols}), engine, const_cast<void*>(b.data));
-  dnnl::memory c_mem(desc({m, n}, type, {ldc, 1}), engine, c);
+  dnnl::memory c_mem(desc({m, n}, c_type, {ldc, 1}), engine, c);
   const dnnl::memory scratchpad_mem = onednn::thread_memory(matmul->scratchpad, 0);
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem},
                                              {DNNL_ARG_WEIGHTS, b_mem},
                                              {DNNL_ARG_DST, c_mem},
                                              {DNNL_ARG_SCRATCHPAD, scratchpad_mem}};
   if (bias != nullptr) {
-    args.emplace(DNNL_ARG_BIAS, dnnl::memory(desc({1, n}, type, {n, 1}), engine, const_cast<void*>(bias)));
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(desc({1, n}, c_type, {n, 1}), engine, const_cast<void*>(bias)));
   }
   dnnl::stream& stream = onednn::stream();
   matmul->primitive.execute(stream, args);
@@ -157,21 +159,27 @@ bool onednn_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Scal
   if (alpha.to_double() != 1.0 || (beta_value != 0.0 && beta_value != 1.0)) return false;
   const std::optional<DataType> type = tensor_product_type(out, a, b);
   if (!type) return false;
-  return run_matmul(*type, out.size(0), out.size(1), a.size(1), {a.data_ptr(), a.stride(0), a.stride(1)},
+  return run_matmul(*type, *type, out.size(0), out.size(1), a.size(1), {a.data_ptr(), a.stride(0), a.stride(1)},
                     {b.data_ptr(), b.stride(0), b.stride(1)}, out.data_ptr(), out.size(1), beta_value == 1.0);
 }
 
 bool onednn_gemm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
   const std::optional<DataType> type = tensor_product_type(out, a, b);
   if (!type || bias.dtype() != out.dtype() || !bias.is_contiguous() || bias.numel() != out.size(1)) return false;
-  return run_matmul(*type, out.size(0), out.size(1), a.size(1), {a.data_ptr(), a.stride(0), a.stride(1)},
+  return run_matmul(*type, *type, out.size(0), out.size(1), a.size(1), {a.data_ptr(), a.stride(0), a.stride(1)},
                     {b.data_ptr(), b.stride(0), b.stride(1)}, out.data_ptr(), out.size(1), false, bias.data_ptr());
 }
 
 bool onednn_sgemm(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
                   bool accumulate) {
-  return run_matmul(DataType::f32, m, n, k, {a.data, a.row_stride, a.col_stride}, {b.data, b.row_stride, b.col_stride},
-                    c, ldc, accumulate);
+  return run_matmul(DataType::f32, DataType::f32, m, n, k, {a.data, a.row_stride, a.col_stride},
+                    {b.data, b.row_stride, b.col_stride}, c, ldc, accumulate);
+}
+
+bool onednn_gemm_bf16_f32(int64_t m, int64_t n, int64_t k, StridedBF16Matrix a, StridedBF16Matrix b, float* c,
+                          int64_t ldc, bool accumulate) {
+  return run_matmul(DataType::bf16, DataType::f32, m, n, k, {a.data, a.row_stride, a.col_stride},
+                    {b.data, b.row_stride, b.col_stride}, c, ldc, accumulate);
 }
 
 }  // namespace syncgrad::cpu

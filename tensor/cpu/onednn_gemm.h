@@ -33,6 +33,18 @@ struct StridedMatrix {
 bool onednn_sgemm(int64_t m, int64_t n, int64_t k, StridedMatrix a, StridedMatrix b, float* c, int64_t ldc,
                   bool accumulate);
 
+// A bfloat16 matrix in memory (its elements' bits), laid out as StridedMatrix.
+struct StridedBF16Matrix {
+  const void* data;
+  int64_t row_stride, col_stride;
+};
+
+// c (M, N) of float32, rows ldc apart, = a (M, K) @ b (K, N) of bfloat16 summed in float32, plus c's old values
+// when accumulating: a product whose sum stays float32 across calls (a weight gradient over chunks of images).
+// As onednn_sgemm otherwise.
+bool onednn_gemm_bf16_f32(int64_t m, int64_t n, int64_t k, StridedBF16Matrix a, StridedBF16Matrix b, float* c,
+                          int64_t ldc, bool accumulate);
+
 // Whether bfloat16 products go to onednn_gemm, and bfloat16 convolutions to onednn_conv.h: by default where
 // AMX-BF16 is usable (cpu_features.h), where oneDNN runs them on the tiles; SYNCGRAD_CPU_BF16_ONEDNN=1 / =0
 // forces either way, any other value is a ValueError. Decided once per process.

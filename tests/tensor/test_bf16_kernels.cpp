@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "syncgrad.h"
+#include "tensor/cpu/bf16_conv_weight_gemm.h"
 #include "tensor/cpu/bf16_kernels.h"
 #include "tensor/cpu/cpu_features.h"
 #include "tensor/cpu/onednn_conv.h"
@@ -231,6 +232,42 @@ TEST_CASE("bf16 conv2d on oneDNN: the primitives run the bundled models' layers 
     CHECK(relative_error(gx, raw::conv2d_backward_input(f32(gy), f32(w), x.sizes(), p)) < kTolerance);
     CHECK(relative_error(gw, raw::conv2d_backward_weight(f32(gy), f32(x), w.sizes(), p)) < kTolerance);
   }
+}
+
+// The weight gradient as column matrices on oneDNN's bfloat16 matmul (bf16_conv_weight_gemm.h), called directly:
+// both ways of building the columns (whole-plane copies where the output is as wide as the input, row by row in
+// blocks of 32 - (kW - 1) elsewhere), chunks of several images with a shorter last one, and the shapes it leaves.
+TEST_CASE("bf16 conv2d weight gradient on the matmul: matches float32 over chunks and column layouts") {
+  if (!cpu::onednn_bf16_chosen()) {
+    MESSAGE("SKIP: bfloat16 does not go to oneDNN here (no usable AMX-BF16, SYNCGRAD_CPU_BF16_ONEDNN unset or 0)");
+    return;
+  }
+  struct Case {
+    int64_t n, c_in, c_out, h, w, k, pad_h, pad_w;
+  };
+  const Case cases[] = {
+      {7, 32, 64, 14, 14, 5, 2, 2},  // the CNN's conv2: 3 images per product, then 3, then 1
+      {3, 16, 32, 8, 36, 3, 0, 0},   // output 6 x 34: rows of two blocks, narrower than the input
+      {2, 8, 48, 9, 7, 3, 1, 2},     // output 9 x 9, wider than the input
+      {5, 64, 64, 8, 8, 3, 1, 1},    // a ResNet-20 layer
+  };
+  Generator gen(31);
+  for (const Case& c : cases) {
+    CAPTURE(c.c_in);
+    CAPTURE(c.w);
+    const Conv2dParams p{1, Size2(c.pad_h, c.pad_w), 1, 1};
+    const int64_t oh = conv_output_size(c.h, c.k, 1, c.pad_h, 1), ow = conv_output_size(c.w, c.k, 1, c.pad_w, 1);
+    const cpu::ConvShape s{c.n, c.c_in, c.h, c.w, c.c_out, c.k, c.k, oh, ow, 1, p};
+    REQUIRE(cpu::bf16_conv_weight_gemm_supported(s));
+    Tensor x = bf16_randn({c.n, c.c_in, c.h, c.w}, gen), gy = bf16_randn({c.n, c.c_out, oh, ow}, gen);
+    Tensor gw = empty({c.c_out, c.c_in, c.k, c.k}, {.dtype = DType::bf16});
+    REQUIRE(cpu::bf16_conv_weight_gemm(gw, gy, x, s));
+    CHECK(relative_error(gw, raw::conv2d_backward_weight(f32(gy), f32(x), gw.sizes(), p)) < kTolerance);
+  }
+  const Conv2dParams same{1, 1, 1, 1};
+  CHECK_FALSE(cpu::bf16_conv_weight_gemm_supported({2, 16, 16, 16, 16, 3, 3, 16, 16, 1, same}));  // 16 outputs
+  CHECK_FALSE(cpu::bf16_conv_weight_gemm_supported({2, 64, 32, 32, 64, 3, 3, 32, 32, 1, same}));  // a 32x32 plane
+  CHECK_FALSE(cpu::bf16_conv_weight_gemm_supported({2, 8, 8, 8, 32, 3, 3, 4, 4, 1, {2, 1, 1, 1}}));  // stride 2
 }
 
 TEST_CASE("bf16 conv2d: an inf in the input spreads only to the outputs whose fields hold it") {
