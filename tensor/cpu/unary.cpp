@@ -35,7 +35,16 @@ void numeric_unary(UnaryOp op, const Tensor& out, const Tensor& in) {
       else apply<T>(out, in, [](M x) { return x < M(0) ? static_cast<M>(-x) : x; });
       return;
     // x < 0 rather than x > 0 keeps NaN.
-    case UnaryOp::relu: apply<T>(out, in, [](M x) { return x < M(0) ? M(0) : x; }); return;
+    case UnaryOp::relu:
+      if constexpr (std::is_same_v<T, bfloat16>) {  // on the bits, which vectorises: (0x8000, 0xff80] is x < 0
+        map1<T, T>(out, in, [](T x) {
+          const auto bits = Eigen::numext::bit_cast<uint16_t>(x);
+          return bits > 0x8000u && bits <= 0xff80u ? T(0) : x;
+        });
+      } else {
+        apply<T>(out, in, [](M x) { return x < M(0) ? M(0) : x; });
+      }
+      return;
     case UnaryOp::square: apply<T>(out, in, [](M x) { return static_cast<M>(x * x); }); return;
     case UnaryOp::sign:
       apply<T>(out, in, [](M x) { return static_cast<M>((M(0) < x) - (x < M(0))); });
@@ -89,7 +98,16 @@ void unary_backward_typed(UnaryOp op, const Tensor& gi, const Tensor& go, const 
     case UnaryOp::sign: apply_grad<T>(gi, go, s, [](M, M) { return M(0); }); return;
     // abs'(0) = 0 and relu'(0) = 0, as PyTorch.
     case UnaryOp::abs: apply_grad<T>(gi, go, s, [](M g, M x) { return g * M((M(0) < x) - (x < M(0))); }); return;
-    case UnaryOp::relu: apply_grad<T>(gi, go, s, [](M g, M y) { return y > M(0) ? g : M(0); }); return;
+    case UnaryOp::relu:
+      if constexpr (std::is_same_v<T, bfloat16>) {  // on the bits: [0x0001, 0x7f80] is y > 0
+        map2<T, T, T>(gi, go, s, [](T g, T y) {
+          const auto bits = Eigen::numext::bit_cast<uint16_t>(y);
+          return bits >= 0x0001u && bits <= 0x7f80u ? g : T(0);
+        });
+      } else {
+        apply_grad<T>(gi, go, s, [](M g, M y) { return y > M(0) ? g : M(0); });
+      }
+      return;
     case UnaryOp::square: apply_grad<T>(gi, go, s, [](M g, M x) { return M(2) * g * x; }); return;
     case UnaryOp::exp: apply_grad<T>(gi, go, s, [](M g, M y) { return g * y; }); return;
     case UnaryOp::log: apply_grad<T>(gi, go, s, [](M g, M x) { return g / x; }); return;

@@ -301,6 +301,24 @@ TEST_CASE("bf16 elementwise fast paths: conversions, relu and 2x2 max pooling ar
   }
   Tensor finite = h.narrow(3, 1, 9);  // without the NaN column (NaN != NaN)
   CHECK(to_vector<float>(relu(finite).to(DType::f32)) == to_vector<float>(relu(finite.to(DType::f32))));
+  // relu and its gradient on the bits: -0 and NaN kept, -inf and negative subnormals to 0; the gradient passes
+  // where the output is above 0 (+inf included, NaN not).
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor special = from_vector(std::vector<float>{-0.0f, 0.0f, -inf, inf, nan, -nan, -1e-39f, 1e-39f, -2.5f, 3.0f},
+                               {10}).to(DType::bf16);
+  const std::vector<float> r = to_vector<float>(raw::unary(UnaryOp::relu, special).to(DType::f32));
+  CHECK((r[0] == 0.0f && std::signbit(r[0])));
+  CHECK((r[1] == 0.0f && !std::signbit(r[1])));
+  CHECK(r[2] == 0.0f);
+  CHECK(r[3] == inf);
+  CHECK((std::isnan(r[4]) && std::isnan(r[5])));
+  CHECK((r[6] == 0.0f && !std::signbit(r[6])));
+  CHECK(r[7] > 0.0f);
+  CHECK(r[8] == 0.0f);
+  CHECK(r[9] == 3.0f);
+  Tensor g = full({10}, 2.0, {.dtype = DType::bf16});
+  CHECK(to_vector<float>(raw::unary_backward(UnaryOp::relu, g, special).to(DType::f32)) ==
+        std::vector<float>{0, 0, 0, 2, 0, 0, 0, 2, 0, 2});
   for (DType half_type : {DType::bf16, DType::f16}) {
     CAPTURE(dtype_name(half_type));
     Tensor planes = finite.narrow(3, 1, 8).to(DType::f32).to(half_type).contiguous();
