@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tensor/check.h"
@@ -35,6 +36,13 @@ dnnl::memory thread_memory(const dnnl::memory::desc& desc, int slot) {
   if (buffer.size() < bytes) buffer.resize(bytes);
   uint8_t* aligned = buffer.data() + (kAlignment - reinterpret_cast<uintptr_t>(buffer.data()) % kAlignment);
   return dnnl::memory(desc, engine(), aligned);
+}
+
+void throw_run_failure(const dnnl::error& e, const char* what, bool bfloat16) {
+  throw DeviceError(std::string("oneDNN ") + what + " failed: " + e.what() + " (status " +
+                    std::to_string(static_cast<int>(e.status)) + "); " +
+                    (bfloat16 ? "SYNCGRAD_CPU_BF16_ONEDNN=0 runs bfloat16 on syncgrad's own kernels"
+                              : "is the machine out of memory?"));
 }
 
 }  // namespace syncgrad::cpu::onednn

@@ -19,4 +19,8 @@ dnnl::stream& stream();
 // calls): valid until this thread next asks for the same slot.
 dnnl::memory thread_memory(const dnnl::memory::desc& desc, int slot);
 
+// Throws oneDNN's failure to run a primitive (`what`: "bfloat16 convolution", ...) as a DeviceError naming its
+// status; for bfloat16 the hint is the switch back to syncgrad's own kernels.
+[[noreturn]] void throw_run_failure(const dnnl::error& e, const char* what, bool bfloat16);
+
 }  // namespace syncgrad::cpu::onednn

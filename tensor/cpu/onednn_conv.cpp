@@ -103,6 +103,14 @@ dnnl::primitive_attr user_scratchpad() {
   return attr;
 }
 
+// A convolution of primitive descriptor pd (its constructor's type: Primitive) over these operands; nullptr where
+// oneDNN only has its reference kernels for it.
+template <class Primitive, class Descriptor>
+std::shared_ptr<const Convolution> convolution_of(const Descriptor& pd, std::vector<Operand> operands) {
+  if (!fast_implementation(pd.impl_info_str())) return nullptr;
+  return std::make_shared<const Convolution>(Convolution{Primitive(pd), pd.scratchpad_desc(), std::move(operands)});
+}
+
 // The primitive for `pass` on this shape; nullptr where oneDNN has only reference kernels or refuses it.
 std::shared_ptr<const Convolution> create(Pass pass, const ConvShape& s) {
   const Geometry g = geometry(s);
@@ -117,25 +125,21 @@ std::shared_ptr<const Convolution> create(Pass pass, const ConvShape& s) {
                                              src, weights, dst, g.strides, g.dilation, g.padding_l, g.padding_r),
       user_scratchpad(), engine);
   if (pass == Pass::forward || pass == Pass::forward_bias) {
-    if (!fast_implementation(forward.impl_info_str())) return nullptr;
     std::vector<Operand> operands{operand(DNNL_ARG_SRC, g.src, forward.src_desc()),
                                   operand(DNNL_ARG_WEIGHTS, g.weights, forward.weights_desc()),
                                   operand(DNNL_ARG_DST, g.dst, forward.dst_desc(), true)};
     if (bias) operands.push_back(operand(DNNL_ARG_BIAS, g.bias, forward.bias_desc()));
-    return std::make_shared<const Convolution>(
-        Convolution{dnnl::convolution_forward(forward), forward.scratchpad_desc(), std::move(operands)});
+    return convolution_of<dnnl::convolution_forward>(forward, std::move(operands));
   }
   if (pass == Pass::backward_input) {
     const dnnl::convolution_backward_data::primitive_desc backward(
         dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src, weights, dst, g.strides,
                                               g.dilation, g.padding_l, g.padding_r),
         user_scratchpad(), engine, forward);
-    if (!fast_implementation(backward.impl_info_str())) return nullptr;
-    return std::make_shared<const Convolution>(Convolution{
-        dnnl::convolution_backward_data(backward), backward.scratchpad_desc(),
-        {operand(DNNL_ARG_DIFF_DST, g.dst, backward.diff_dst_desc()),
-         operand(DNNL_ARG_WEIGHTS, g.weights, backward.weights_desc()),
-         operand(DNNL_ARG_DIFF_SRC, g.src, backward.diff_src_desc(), true)}});
+    return convolution_of<dnnl::convolution_backward_data>(
+        backward, {operand(DNNL_ARG_DIFF_DST, g.dst, backward.diff_dst_desc()),
+                   operand(DNNL_ARG_WEIGHTS, g.weights, backward.weights_desc()),
+                   operand(DNNL_ARG_DIFF_SRC, g.src, backward.diff_src_desc(), true)});
   }
   // The weight gradient is summed in float32 and rounded once, by the reorder into the tensor.
   const dnnl::convolution_backward_weights::primitive_desc backward(
@@ -143,12 +147,10 @@ std::shared_ptr<const Convolution> create(Pass pass, const ConvShape& s) {
                                                any_layout(g.weights, DataType::f32), dst, g.strides, g.dilation,
                                                g.padding_l, g.padding_r),
       user_scratchpad(), engine, forward);
-  if (!fast_implementation(backward.impl_info_str())) return nullptr;
-  return std::make_shared<const Convolution>(Convolution{
-      dnnl::convolution_backward_weights(backward), backward.scratchpad_desc(),
-      {operand(DNNL_ARG_DIFF_DST, g.dst, backward.diff_dst_desc()),
-       operand(DNNL_ARG_SRC, g.src, backward.src_desc()),
-       operand(DNNL_ARG_DIFF_WEIGHTS, g.weights, backward.diff_weights_desc(), true)}});
+  return convolution_of<dnnl::convolution_backward_weights>(
+      backward, {operand(DNNL_ARG_DIFF_DST, g.dst, backward.diff_dst_desc()),
+                 operand(DNNL_ARG_SRC, g.src, backward.src_desc()),
+                 operand(DNNL_ARG_DIFF_WEIGHTS, g.weights, backward.diff_weights_desc(), true)});
 }
 
 std::shared_ptr<const Convolution> convolution_for(Pass pass, const ConvShape& s) {
@@ -168,14 +170,12 @@ std::shared_ptr<const Convolution> convolution_for(Pass pass, const ConvShape& s
   return convolution;
 }
 
-// Runs the pass on the tensors' data (one per operand, in its order): inputs reordered into this thread's
+// Runs the convolution on the tensors' data (one per operand, in its order): inputs reordered into this thread's
 // buffers where the layouts differ, the output written there and reordered back.
-bool run(Pass pass, const ConvShape& s, std::initializer_list<const Tensor*> tensors) {
-  const std::shared_ptr<const Convolution> convolution = convolution_for(pass, s);
-  if (!convolution) return false;
+void execute(const Convolution& convolution, std::initializer_list<const Tensor*> tensors) {
   const auto& engine = onednn::engine();
   dnnl::stream& stream = onednn::stream();
-  std::unordered_map<int, memory> args{{DNNL_ARG_SCRATCHPAD, onednn::thread_memory(convolution->scratchpad, 0)}};
+  std::unordered_map<int, memory> args{{DNNL_ARG_SCRATCHPAD, onednn::thread_memory(convolution.scratchpad, 0)}};
   struct Pending {  // an output's reorder out of the primitive's layout, run after the primitive
     const dnnl::reorder& reorder;
     memory from, to;
@@ -183,7 +183,7 @@ bool run(Pass pass, const ConvShape& s, std::initializer_list<const Tensor*> ten
   std::vector<Pending> outputs;
   int slot = 1;
   auto tensor = tensors.begin();
-  for (const Operand& o : convolution->operands) {
+  for (const Operand& o : convolution.operands) {
     memory user(o.user, engine, (*tensor++)->data_ptr());
     if (!o.reorder) {
       args.emplace(o.arg, user);
@@ -197,9 +197,21 @@ bool run(Pass pass, const ConvShape& s, std::initializer_list<const Tensor*> ten
     }
     args.emplace(o.arg, inner);
   }
-  convolution->primitive.execute(stream, args);
+  convolution.primitive.execute(stream, args);
   for (Pending& p : outputs) p.reorder.execute(stream, p.from, p.to);
   stream.wait();
+}
+
+// Runs the pass where oneDNN has a fast primitive for it (false elsewhere); oneDNN's failures while running it
+// (out of memory for its buffers, say) become DeviceErrors.
+bool run(Pass pass, const ConvShape& s, std::initializer_list<const Tensor*> tensors) {
+  const std::shared_ptr<const Convolution> convolution = convolution_for(pass, s);
+  if (!convolution) return false;
+  try {
+    execute(*convolution, tensors);
+  } catch (const dnnl::error& e) {
+    onednn::throw_run_failure(e, "bfloat16 convolution", true);
+  }
   return true;
 }
 

@@ -123,8 +123,12 @@ bool run_matmul(DataType type, DataType c_type, int64_t m, int64_t n, int64_t k,
     args.emplace(DNNL_ARG_BIAS, dnnl::memory(desc({1, n}, c_type, {n, 1}), engine, const_cast<void*>(bias)));
   }
   dnnl::stream& stream = onednn::stream();
-  matmul->primitive.execute(stream, args);
-  stream.wait();
+  try {
+    matmul->primitive.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    onednn::throw_run_failure(e, "matmul", type == DataType::bf16);
+  }
   return true;
 }
 
