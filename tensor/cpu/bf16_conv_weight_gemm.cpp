@@ -23,18 +23,20 @@ namespace {
 // per product, 3.3 with 6 and 4.3-4.6 with 13 or more (syncgrad-bench conv --amp bf16, on AMX).
 constexpr int64_t kChunkBytes = int64_t{1} << 20;
 
-// Where this path beat oneDNN's weight-gradient convolution (ms, 1 thread, AMX, this path / oneDNN's): the CNN's
-// conv2 64x32x5x5 on 14x14 (2.3-2.5 / 4.0), 64x64x3x3 on 8x8 (1.1-1.2 / 1.6), 256x256 on 8x8 (9.6-10.5 / 12.4),
-// as fast with 32 and 128 channels on 16x16; not with 16 output channels (2.5-2.9 / 2.3 on 32x32), on 32x32 planes
-// (64x64: 9.6-10.5 / 9.2), or where the float32 sum outgrows L2 (512x512 on 4x4: 33-35 / 32).
+// Where this path beat oneDNN's weight-gradient convolution (ms, 1 thread, the Intel Xeon with AMX of
+// docs/BENCHMARKS.md, a standalone program timing raw::conv2d_backward_weight both ways; this path / oneDNN's):
+// the CNN's conv2 64x32x5x5 on 14x14 (2.3-2.5 / 4.0), 64x64x3x3 on 8x8 (1.1-1.2 / 1.6), 256x256 on 8x8
+// (9.6-10.5 / 12.4), as fast with 32 and 128 channels on 16x16; not with 16 output channels (2.5-2.9 / 2.3 on
+// 32x32), on 32x32 planes (64x64: 9.6-10.5 / 9.2), or where the float32 sum outgrows L2 (512x512 on 4x4: 33-35 /
+// 32).
 constexpr int64_t kMinOutputChannels = 32;
 constexpr int64_t kMaxOutputPlane = 256;
 constexpr int64_t kMaxWeightElements = int64_t{1} << 20;
 
+#if defined(__AVX512BW__)
 // The low n bits of a 32-lane mask (none for n <= 0).
 uint32_t low_lanes(int64_t n) { return n <= 0 ? 0u : n >= 32 ? ~0u : (1u << n) - 1; }
 
-#if defined(__AVX512BW__)
 // The kW column-matrix rows of one input row (kernel row ki, all kernel columns kj), output row oy: out_kj[ox] =
 // in[ox + kj - pad] (zero outside the row). Blocks of 32 - (kW - 1) outputs: one masked load of the padded input
 // lanes, then per kj a permute (lane l <- lane l + kj) and a masked store.
@@ -53,15 +55,6 @@ void im2col_kernel_row(const bfloat16* in, bool inside, bfloat16* out, int64_t l
     for (int64_t kj = 0; kj < s.kw; ++kj) {
       const __m512i shifted = _mm512_permutexvar_epi16(_mm512_add_epi16(lanes, _mm512_set1_epi16(kj)), padded);
       _mm512_mask_storeu_epi16(out + kj * ld + ox, store, shifted);
-    }
-  }
-}
-#else
-void im2col_kernel_row(const bfloat16* in, bool inside, bfloat16* out, int64_t ld, const ConvShape& s) {
-  for (int64_t kj = 0; kj < s.kw; ++kj) {
-    for (int64_t ox = 0; ox < s.ow; ++ox) {
-      const int64_t ix = ox + kj - s.p.padding.w;
-      out[kj * ld + ox] = inside && ix >= 0 && ix < s.w ? in[ix] : bfloat16(0);
     }
   }
 }
@@ -116,12 +109,14 @@ void im2col_same_width(const bfloat16* src, bfloat16* col, int64_t ld, const Con
 }
 #endif
 
-// col (K, ld), columns [0, OH * OW) <- the receptive fields of one image src (C_in, H, W); stride 1.
+// col (K, ld), columns [0, OH * OW) <- the receptive fields of one image src (C_in, H, W); stride 1. Without
+// AVX-512 BW (no CPU with AMX lacks it) the shared im2col of conv_im2col.h.
 void im2col_unit_stride(const bfloat16* src, bfloat16* col, int64_t ld, const ConvShape& s,
-                        const SameWidthMasks* same_width) {
-#if defined(__AVX512BW__)
+                        [[maybe_unused]] const SameWidthMasks* same_width) {
+#if !defined(__AVX512BW__)
+  return im2col(src, col, ld, s);
+#else
   if (same_width != nullptr) return im2col_same_width(src, col, ld, s, *same_width);
-#endif
   for (int64_t c = 0; c < s.c_in; ++c) {
     for (int64_t ki = 0; ki < s.kh; ++ki) {
       bfloat16* rows = col + (c * s.kh + ki) * s.kw * ld;
@@ -132,6 +127,7 @@ void im2col_unit_stride(const bfloat16* src, bfloat16* col, int64_t ld, const Co
       }
     }
   }
+#endif
 }
 
 }  // namespace

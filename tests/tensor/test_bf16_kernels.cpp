@@ -51,6 +51,13 @@ std::vector<std::pair<Tensor, Tensor>> operand_layouts(int64_t m, int64_t k, int
   return {{a, b}, {a_t, b}, {a, b_t}, {a_t, b_t}};
 }
 
+// Whether bfloat16 goes to oneDNN in this run; a visible skip message where it does not.
+bool bf16_goes_to_onednn() {
+  if (cpu::onednn_bf16_chosen()) return true;
+  MESSAGE("SKIP: bfloat16 does not go to oneDNN here (no usable AMX-BF16, SYNCGRAD_CPU_BF16_ONEDNN unset or 0)");
+  return false;
+}
+
 }  // namespace
 
 // The path bfloat16 products take (bf16_kernels.h): the dot-product kernels on AVX512_BF16 CPUs that are not
@@ -205,10 +212,7 @@ TEST_CASE("bf16 conv2d: forward and both gradients match float32 on the same val
 // oneDNN's bfloat16 convolutions called directly (onednn_conv.h), where bfloat16 goes to oneDNN, so that a silent
 // fall-back cannot pass for them: the CNN's and a ResNet block's layers, each pass against float32.
 TEST_CASE("bf16 conv2d on oneDNN: the primitives run the bundled models' layers and match float32") {
-  if (!cpu::onednn_bf16_chosen()) {
-    MESSAGE("SKIP: bfloat16 does not go to oneDNN here (no usable AMX-BF16, SYNCGRAD_CPU_BF16_ONEDNN unset or 0)");
-    return;
-  }
+  if (!bf16_goes_to_onednn()) return;
   struct Case {
     int64_t n, c_in, c_out, h, w, k, stride, padding;
   };
@@ -238,10 +242,7 @@ TEST_CASE("bf16 conv2d on oneDNN: the primitives run the bundled models' layers 
 // both ways of building the columns (whole-plane copies where the output is as wide as the input, row by row in
 // blocks of 32 - (kW - 1) elsewhere), chunks of several images with a shorter last one, and the shapes it leaves.
 TEST_CASE("bf16 conv2d weight gradient on the matmul: matches float32 over chunks and column layouts") {
-  if (!cpu::onednn_bf16_chosen()) {
-    MESSAGE("SKIP: bfloat16 does not go to oneDNN here (no usable AMX-BF16, SYNCGRAD_CPU_BF16_ONEDNN unset or 0)");
-    return;
-  }
+  if (!bf16_goes_to_onednn()) return;
   struct Case {
     int64_t n, c_in, c_out, h, w, k, pad_h, pad_w;
   };
