@@ -3,11 +3,13 @@
 // accumulate in float. The CNNs' 2x2/2 max pooling has its own path (max_pool_2x2.h on AVX-512), forward and
 // backward; max pooling's backward writes every element of its gradient plane.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
+#include "tensor/check.h"
 #include "tensor/cpu/max_pool_2x2.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/cpu/window.h"
@@ -150,26 +152,35 @@ void max_pool2d_kernel(const Tensor& out, const Tensor& indices, const Tensor& i
 }
 
 // Scatter-adds one plane's gradients gy (out_plane) to their argmaxes in gx (in_plane, written whole): the half
-// types sum in a float plane, rounded once.
+// types sum in a float plane, rounded once. -1 marks a window without input; returns the first index outside
+// the plane, or -1 when there is none (such a gradient is dropped).
 template <class T>
-void max_pool_scatter_plane(const T* gy, const int64_t* idx, T* gx, const PlaneShape& s) {
+int64_t max_pool_scatter_plane(const T* gy, const int64_t* idx, T* gx, const PlaneShape& s) {
+  int64_t bad = -1;
+  auto inside = [&](int64_t i) {
+    if (i >= 0 && i < s.in_plane()) return true;
+    if (i != -1 && bad == -1) bad = i;
+    return false;
+  };
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     std::fill(gx, gx + s.in_plane(), T(0));
     for (int64_t o = 0; o < s.out_plane(); ++o) {
-      if (idx[o] >= 0) gx[idx[o]] += gy[o];
+      if (inside(idx[o])) gx[idx[o]] += gy[o];
     }
   } else {
     thread_local std::vector<float> sums;
     sums.assign(static_cast<size_t>(s.in_plane()), 0.0f);
     for (int64_t o = 0; o < s.out_plane(); ++o) {
-      if (idx[o] >= 0) sums[static_cast<size_t>(idx[o])] += convert<float>(gy[o]);
+      if (inside(idx[o])) sums[static_cast<size_t>(idx[o])] += convert<float>(gy[o]);
     }
     for (int64_t i = 0; i < s.in_plane(); ++i) gx[i] = convert<T>(sums[static_cast<size_t>(i)]);
   }
+  return bad;
 }
 
 void max_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices) {
   const PlaneShape s = plane_shape(grad_input.sizes(), grad_out.sizes());
+  std::atomic<int64_t> bad_index{-1};  // an index outside its plane, reported after the threads (not thrown in them)
   visit_floating(grad_out.dtype(), "max_pool2d_backward", [&]<class T>() {
     const T* gy = static_cast<const T*>(grad_out.data_ptr());
     const int64_t* idx = indices.data_ptr<int64_t>();
@@ -183,9 +194,13 @@ void max_pool2d_backward_kernel(const Tensor& grad_input, const Tensor& grad_out
         if (max_pool_2x2::backward_plane(plane_gy, plane_idx, plane_gx, s.h, s.w, s.oh, s.ow)) return;
       }
 #endif
-      max_pool_scatter_plane(plane_gy, plane_idx, plane_gx, s);
+      const int64_t bad = max_pool_scatter_plane(plane_gy, plane_idx, plane_gx, s);
+      if (bad != -1) bad_index.store(bad);
     });
   });
+  SYNCGRAD_CHECK(bad_index.load() == -1, IndexError, "max_pool2d_backward: index ", bad_index.load(),
+                 " is outside the input plane of ", s.in_plane(), " elements (", s.h, " x ", s.w,
+                 "); indices must come from max_pool2d_with_indices on an input of this shape");
 }
 
 // One average-pooling window: the clipped input box and the divisor PyTorch uses for it.

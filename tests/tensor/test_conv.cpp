@@ -516,6 +516,16 @@ TEST_CASE("max_pool2d forward and backward on every floating dtype, 2x2/2 vector
   }
 }
 
+TEST_CASE("max_pool2d backward: an index outside the input plane is an IndexError naming it") {
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    INFO(dtype_name(dtype));
+    Tensor gy = ones({1, 1, 2, 2}, {.dtype = dtype});
+    Tensor indices = from_vector(std::vector<int64_t>{0, 2, 8, 99}, {1, 1, 2, 2});
+    CHECK_THROWS_WITH_AS(raw::max_pool2d_backward(gy, indices, {1, 1, 4, 4}), doctest::Contains("index 99"),
+                         IndexError);
+  }
+}
+
 TEST_CASE("max_pool2d 2x2/2 on the half types: ties keep the first, NaN wins, the tail of a row is untouched") {
   for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
     INFO(dtype_name(dtype));
