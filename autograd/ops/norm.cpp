@@ -81,17 +81,20 @@ Tensor batch_norm_relu(const Tensor& input, const Tensor& running_mean, const Te
   } else if (auto c = autograd::autocast_operands(autograd::CastPolicy::fp32, {&input, &weight, &bias, &residual})) {
     return batch_norm_relu(c[0], running_mean, running_var, c[1], c[2], training, momentum, eps, c[3]);
   }
-  raw::BatchNormResult result =
-      raw::batch_norm_relu(input, residual, running_mean, running_var, weight, bias, training, momentum, eps);
-  if (autograd::any_requires_grad({&input, &weight, &bias, &residual})) {
+  const bool needs_grad = autograd::any_requires_grad({&input, &weight, &bias, &residual});
+  raw::BatchNormResult result = raw::batch_norm_relu(input, residual, running_mean, running_var, weight, bias,
+                                                     training, momentum, eps, needs_grad);
+  if (needs_grad) {
+    // The relu's bit mask where the fused kernel kept one (the output may then change in place freely), else the
+    // output itself.
+    const bool masked = result.relu_mask.defined();
     auto backward = [input = SavedTensor(input), weight = SavedTensor(weight),
                      save_mean = SavedTensor(result.save_mean), save_invstd = SavedTensor(result.save_invstd),
-                     output = SavedTensor(result.output), dtypes = param_dtypes(weight, bias),
-                     training](const Node& node, GradList&& g) {
-      raw::BatchNormReluGrads grads =
-          raw::batch_norm_relu_backward(g[0], output.get(node), input.get(node), save_mean.get(node),
-                                        save_invstd.get(node), weight.get(node), training, request_for(node, dtypes),
-                                        node.needs_input_grad(3));
+                     output = masked ? SavedTensor() : SavedTensor(result.output), relu_mask = result.relu_mask,
+                     dtypes = param_dtypes(weight, bias), training](const Node& node, GradList&& g) {
+      raw::BatchNormReluGrads grads = raw::batch_norm_relu_backward(
+          g[0], output.defined() ? output.get(node) : Tensor(), relu_mask, input.get(node), save_mean.get(node),
+          save_invstd.get(node), weight.get(node), training, request_for(node, dtypes), node.needs_input_grad(3));
       return GradList{grads.norm.grad_input, grads.norm.grad_weight, grads.norm.grad_bias, grads.grad_residual};
     };
     autograd::record<"BatchNormReluBackward">({&input, &weight, &bias, &residual}, {&result.output},

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tensor/cpu/relu_mask.h"
 #include "tensor/cpu/visit.h"
 #include "tensor/ops/norm.h"
 #include "tensor/threads.h"
@@ -181,11 +182,13 @@ void map_runs(const ChannelLayout& s, int64_t c0, int64_t c1, F f) {
 }
 
 // What the forward applies after normalising, in the same pass: + residual (when not null), then max(., 0).
-// Each step rounds to T as the separate add and relu would, so the fused result equals theirs.
+// Each step rounds to T as the separate add and relu would, so the fused result equals theirs. relu_bits, when
+// not null, receives the relu's mask (relu_mask.h), relu_mask::words(L) words per (sample, channel) run.
 template <class T>
 struct Epilogue {
   const T* residual = nullptr;
   bool relu = false;
+  uint64_t* relu_bits = nullptr;
 };
 
 template <class T>
@@ -249,6 +252,9 @@ void batch_norm_forward_impl(const Tensor& out, const Tensor& save_mean, const T
       } else {
         for (int64_t i = offset; i < end; ++i) y[i] = convert<T>(convert<M>(x[i]) * a + c);
       }
+      if (epilogue.relu_bits != nullptr) {
+        relu_mask::pack(y + offset, s.l, epilogue.relu_bits + offset / s.l * relu_mask::words(s.l));
+      }
     });
   });
   if (!rm.empty()) {
@@ -269,43 +275,40 @@ void batch_norm_forward_kernel(const Tensor& out, const Tensor& save_mean, const
   });
 }
 
-void batch_norm_relu_forward_kernel(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
-                                    const Tensor& input, const Tensor& residual, const Tensor& weight,
-                                    const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
-                                    bool training, double momentum, double eps) {
+// The relu mask's words, or null when undefined.
+uint64_t* mask_words(const Tensor& relu_mask) {
+  return relu_mask.defined() ? static_cast<uint64_t*>(relu_mask.data_ptr()) : nullptr;
+}
+
+void batch_norm_relu_forward_kernel(const Tensor& out, const Tensor& relu_mask, const Tensor& save_mean,
+                                    const Tensor& save_invstd, const Tensor& input, const Tensor& residual,
+                                    const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                                    const Tensor& running_var, bool training, double momentum, double eps) {
   visit_floating(input.dtype(), "batch_norm_relu", [&]<class T>() {
     const T* r = residual.defined() ? static_cast<const T*>(residual.data_ptr()) : nullptr;
     batch_norm_forward_impl<T>(out, save_mean, save_invstd, input, weight, bias, running_mean, running_var, training,
-                               momentum, eps, {r, true});
+                               momentum, eps, {r, true, mask_words(relu_mask)});
   });
 }
 
-// The gradient reaching the normalisation along the run [offset, offset + n): dy's run, or, behind a fused relu
-// (y: the fused forward's output), dy where y is positive, else 0, written into `masked` (n values) first. The
-// passes below then read it as they read dy, so that the fused backward computes exactly what relu's backward
-// followed by batch norm's computes.
+// The gradient reaching the normalisation along the run [offset, offset + n) (the run of one (sample, channel)):
+// dy's run, or, behind a fused relu (relu_bits: the mask its forward kept), dy where the relu's output was
+// positive, else 0, written into `masked` (n values) first. The passes below then read it as they read dy, so
+// that the fused backward computes exactly what relu's backward followed by batch norm's computes.
 template <class T>
-const T* grad_run(const T* dy, const T* y, int64_t offset, int64_t n, T* masked) {
-  if (y == nullptr) return dy + offset;
-  if constexpr (std::is_same_v<T, bfloat16>) {  // on the bits: the select on Eigen's type stays scalar
-    const uint16_t* y_bits = reinterpret_cast<const uint16_t*>(y + offset);
-    const uint16_t* dy_bits = reinterpret_cast<const uint16_t*>(dy + offset);
-    uint16_t* out = reinterpret_cast<uint16_t*>(masked);
-    for (int64_t i = 0; i < n; ++i) out[i] = bf16_bits_to_float(y_bits[i]) > 0.0f ? dy_bits[i] : uint16_t{0};
-  } else {
-    using M = opmath_t<T>;
-    for (int64_t i = 0; i < n; ++i) masked[i] = convert<M>(y[offset + i]) > M(0) ? dy[offset + i] : T(0);
-  }
+const T* grad_run(const T* dy, const uint64_t* relu_bits, int64_t offset, int64_t n, T* masked) {
+  if (relu_bits == nullptr) return dy + offset;
+  relu_mask::select(dy + offset, relu_bits + offset / n * relu_mask::words(n), n, masked);
   return masked;
 }
 
-// dy's gradient through batch norm (y null) or through batch norm followed by + residual and relu (y: the
-// fused forward's output; grad_residual, when defined, receives the masked gradient).
+// dy's gradient through batch norm (relu_bits null) or through batch norm followed by + residual and relu
+// (relu_bits: the fused forward's mask; grad_residual, when defined, receives the masked gradient).
 template <class T>
 void batch_norm_backward_impl(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
-                              const Tensor& grad_residual, const T* dy, const T* y, const Tensor& input,
-                              const Tensor& save_mean, const Tensor& save_invstd, const Tensor& weight,
-                              bool training) {
+                              const Tensor& grad_residual, const T* dy, const uint64_t* relu_bits,
+                              const Tensor& input, const Tensor& save_mean, const Tensor& save_invstd,
+                              const Tensor& weight, bool training) {
   using M = opmath_t<T>;
   const ChannelLayout s(input);
   const T* x = static_cast<const T*>(input.data_ptr());
@@ -319,10 +322,10 @@ void batch_norm_backward_impl(const Tensor& grad_input, const Tensor& grad_weigh
   std::vector<double> sum_g(s.c, 0.0), sum_g_xmu(s.c, 0.0);
   for_channel_groups(s, [&](int64_t c0, int64_t c1) {
     thread_local std::vector<T> scratch;
-    if (y != nullptr && g_res == nullptr) scratch.resize(static_cast<size_t>(s.l));
+    if (relu_bits != nullptr && g_res == nullptr) scratch.resize(static_cast<size_t>(s.l));
     auto masked_into = [&](int64_t offset) { return g_res != nullptr ? g_res + offset : scratch.data(); };
     map_runs(s, c0, c1, [&](int64_t offset, int64_t ch) {
-      const T* g = grad_run(dy, y, offset, s.l, masked_into(offset));
+      const T* g = grad_run(dy, relu_bits, offset, s.l, masked_into(offset));
       const GradSums sums = grad_sums_run(g, x + offset, nullptr, s.l, mean[ch]);
       sum_g[ch] += sums.g;
       sum_g_xmu[ch] += sums.g_xmu;
@@ -338,7 +341,7 @@ void batch_norm_backward_impl(const Tensor& grad_input, const Tensor& grad_weigh
     }
     map_runs(s, c0, c1, [&](int64_t offset, int64_t ch) {
       const M a = k_g[ch - c0], b = k_x[ch - c0], c = k_0[ch - c0], m = mu[ch - c0];
-      const T* g = g_res != nullptr ? g_res + offset : grad_run(dy, y, offset, s.l, scratch.data());
+      const T* g = g_res != nullptr ? g_res + offset : grad_run(dy, relu_bits, offset, s.l, scratch.data());
       const T* xr = x + offset;
       T* out = gx + offset;
       for (int64_t i = 0; i < s.l; ++i) {
@@ -365,13 +368,13 @@ void batch_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_wei
 }
 
 void batch_norm_relu_backward_kernel(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
-                                     const Tensor& grad_residual, const Tensor& grad_out, const Tensor& output,
+                                     const Tensor& grad_residual, const Tensor& grad_out, const Tensor& relu_mask,
                                      const Tensor& input, const Tensor& save_mean, const Tensor& save_invstd,
                                      const Tensor& weight, bool training) {
   visit_floating(input.dtype(), "batch_norm_relu_backward", [&]<class T>() {
     batch_norm_backward_impl<T>(grad_input, grad_weight, grad_bias, grad_residual,
-                                static_cast<const T*>(grad_out.data_ptr()), static_cast<const T*>(output.data_ptr()),
-                                input, save_mean, save_invstd, weight, training);
+                                static_cast<const T*>(grad_out.data_ptr()), mask_words(relu_mask), input, save_mean,
+                                save_invstd, weight, training);
   });
 }
 

@@ -21,7 +21,7 @@ constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Ten
                           const Tensor&, const Tensor&, bool)>
     batch_norm_backward("batch_norm_backward");
 constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                          const Tensor&, const Tensor&, const Tensor&, bool, double, double)>
+                          const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, double, double)>
     batch_norm_relu_forward("batch_norm_relu");
 constinit KernelSlot<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                           const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool)>
@@ -117,7 +117,7 @@ BatchNormResult batch_norm_buffers(const Tensor& input, const Shape& layout) {
   const DType stats = norm_stats_dtype(input.dtype());
   const TensorOptions vector_options{.dtype = stats, .device = input.device()};
   return {empty(layout, {.dtype = input.dtype(), .device = input.device()}), empty({layout[1]}, vector_options),
-          empty({layout[1]}, vector_options)};
+          empty({layout[1]}, vector_options), Tensor()};
 }
 
 void bump_running_stats(bool training, const Tensor& running_mean, const Tensor& running_var) {
@@ -143,7 +143,7 @@ BatchNormResult batch_norm(const Tensor& input, const Tensor& running_mean, cons
 
 BatchNormResult batch_norm_relu(const Tensor& input, const Tensor& residual, const Tensor& running_mean,
                                 const Tensor& running_var, const Tensor& weight, const Tensor& bias, bool training,
-                                double momentum, double eps) {
+                                double momentum, double eps, bool keep_relu_mask) {
   constexpr const char* op = "batch_norm_relu";
   const Shape layout = check_batch_norm(op, input, running_mean, running_var, weight, bias, training, eps);
   if (residual.defined()) {
@@ -162,8 +162,12 @@ BatchNormResult batch_norm_relu(const Tensor& input, const Tensor& residual, con
     return result;
   }
   BatchNormResult result = batch_norm_buffers(input, layout);
-  kernels::batch_norm_relu_forward(input.device(), result.output, result.save_mean, result.save_invstd,
-                                   contiguous_as(input, layout),
+  if (keep_relu_mask) {
+    result.relu_mask = empty({layout[0], layout[1], (layout[2] + 63) / 64},
+                             {.dtype = DType::i64, .device = input.device()});
+  }
+  kernels::batch_norm_relu_forward(input.device(), result.output, result.relu_mask, result.save_mean,
+                                   result.save_invstd, contiguous_as(input, layout),
                                    residual.defined() ? contiguous_as(residual, layout) : Tensor(), weight, bias,
                                    running_mean, running_var, training, momentum, eps);
   bump_running_stats(training, running_mean, running_var);
@@ -185,11 +189,12 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const
   return grads;
 }
 
-BatchNormReluGrads batch_norm_relu_backward(const Tensor& grad_out, const Tensor& output, const Tensor& input,
-                                            const Tensor& save_mean, const Tensor& save_invstd, const Tensor& weight,
-                                            bool training, const NormGradRequest& request, bool residual_grad) {
+BatchNormReluGrads batch_norm_relu_backward(const Tensor& grad_out, const Tensor& output, const Tensor& relu_mask,
+                                            const Tensor& input, const Tensor& save_mean, const Tensor& save_invstd,
+                                            const Tensor& weight, bool training, const NormGradRequest& request,
+                                            bool residual_grad) {
   const Device device = input.device();
-  if (!kernels::batch_norm_relu_backward.has(device.type)) {
+  if (!relu_mask.defined() || !kernels::batch_norm_relu_backward.has(device.type)) {
     Tensor g = unary_backward(UnaryOp::relu, to(grad_out, input.dtype()), output);
     return {batch_norm_backward(g, input, save_mean, save_invstd, weight, training, request),
             residual_grad ? g : Tensor()};
@@ -200,10 +205,16 @@ BatchNormReluGrads batch_norm_relu_backward(const Tensor& grad_out, const Tensor
                             grad_buffer({layout[1]}, request.weight, device),
                             grad_buffer({layout[1]}, request.bias, device)},
                            residual_grad ? empty(layout, options) : Tensor()};
+  const Shape mask_shape{layout[0], layout[1], (layout[2] + 63) / 64};
+  SYNCGRAD_CHECK(relu_mask.dtype() == DType::i64 && relu_mask.sizes() == mask_shape && relu_mask.is_contiguous(),
+                 ShapeError, "batch_norm_relu_backward: relu_mask is ", dtype_name(relu_mask.dtype()), " ",
+                 shape_str(relu_mask.sizes()), " but an input of shape ", shape_str(input.sizes()),
+                 " needs a contiguous int64 ", shape_str(mask_shape),
+                 "; pass the relu_mask batch_norm_relu returned for this input");
   kernels::batch_norm_relu_backward(device, grads.norm.grad_input, grads.norm.grad_weight, grads.norm.grad_bias,
                                     grads.grad_residual, contiguous_as(to(grad_out, input.dtype()), layout),
-                                    contiguous_as(output, layout), contiguous_as(input, layout), save_mean,
-                                    save_invstd, weight, training);
+                                    relu_mask, contiguous_as(input, layout), save_mean, save_invstd, weight,
+                                    training);
   if (grads.norm.grad_input.defined()) grads.norm.grad_input = view(grads.norm.grad_input, input.sizes());
   if (grads.grad_residual.defined()) grads.grad_residual = view(grads.grad_residual, input.sizes());
   return grads;

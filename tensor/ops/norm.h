@@ -28,16 +28,21 @@ extern KernelSlot<void(const Tensor& grad_input, const Tensor& grad_weight, cons
     batch_norm_backward;
 // batch_norm_forward followed in the same pass by + residual (when defined: contiguous (N, C, L) of input's dtype)
 // and max(., 0): out = relu(batch_norm(input) + residual), each step rounded to the dtype as the separate ops
-// round. Optional: raw::batch_norm_relu composes the separate ops on devices without it.
-extern KernelSlot<void(const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd, const Tensor& input,
-                       const Tensor& residual, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                       const Tensor& running_var, bool training, double momentum, double eps)>
+// round. relu_mask, when defined: contiguous int64 (N, C, ceil(L / 64)), receives one bit per element, set where
+// out > 0 (bit l % 64 of word l / 64 of run (n, c); the unused high bits zero). Optional: raw::batch_norm_relu
+// composes the separate ops on devices without it.
+extern KernelSlot<void(const Tensor& out, const Tensor& relu_mask, const Tensor& save_mean,
+                       const Tensor& save_invstd, const Tensor& input, const Tensor& residual, const Tensor& weight,
+                       const Tensor& bias, const Tensor& running_mean, const Tensor& running_var, bool training,
+                       double momentum, double eps)>
     batch_norm_relu_forward;
-// The backward of batch_norm_relu_forward given its output: g = grad_out where output > 0, else 0; grad_residual
-// (when defined) = g; the rest as batch_norm_backward of g. Optional, as batch_norm_relu_forward.
+// The backward of batch_norm_relu_forward given the relu_mask it wrote: g = grad_out where the mask's bit is set,
+// else 0; grad_residual (when defined) = g; the rest as batch_norm_backward of g. Optional, as
+// batch_norm_relu_forward.
 extern KernelSlot<void(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
-                       const Tensor& grad_residual, const Tensor& grad_out, const Tensor& output, const Tensor& input,
-                       const Tensor& mean, const Tensor& invstd, const Tensor& weight, bool training)>
+                       const Tensor& grad_residual, const Tensor& grad_out, const Tensor& relu_mask,
+                       const Tensor& input, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                       bool training)>
     batch_norm_relu_backward;
 // input, out: contiguous (M, K); weight, bias: (K) of any floating dtype, or undefined; save_mean,
 // save_rstd: contiguous (M) of the statistics dtype. Normalises each row with its mean and biased variance.
@@ -61,6 +66,7 @@ struct BatchNormResult {
   Tensor output;       // input's shape
   Tensor save_mean;    // (C): the mean used (batch mean in training, running mean in eval)
   Tensor save_invstd;  // (C): 1 / sqrt(var + eps) for the variance used
+  Tensor relu_mask;    // batch_norm_relu only, where the fused kernel kept it: where output > 0, one bit each
 };
 
 // input (N, C) or (N, C, *); running_mean/running_var, weight, bias: (C) or undefined (running stats are
@@ -88,21 +94,23 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& input, const
                               const NormGradRequest& request);
 
 // relu(batch_norm(input, ...) + residual) in one fused kernel where the device has it (the CPU), else through the
-// separate ops; residual: undefined, or input's shape and dtype. The result's save_* are
-// batch_norm's.
+// separate ops; residual: undefined, or input's shape and dtype. The result's save_* are batch_norm's; with
+// keep_relu_mask, the fused kernel also keeps relu_mask for the backward (undefined where the ops were composed).
 BatchNormResult batch_norm_relu(const Tensor& input, const Tensor& residual, const Tensor& running_mean,
                                 const Tensor& running_var, const Tensor& weight, const Tensor& bias, bool training,
-                                double momentum, double eps);
+                                double momentum, double eps, bool keep_relu_mask = false);
 
 struct BatchNormReluGrads {
   NormGrads norm;
   Tensor grad_residual;  // undefined unless requested
 };
 
-// Gradients of batch_norm_relu given its output (whose positive entries pass grad_out on) and saved statistics.
-BatchNormReluGrads batch_norm_relu_backward(const Tensor& grad_out, const Tensor& output, const Tensor& input,
-                                            const Tensor& save_mean, const Tensor& save_invstd, const Tensor& weight,
-                                            bool training, const NormGradRequest& request, bool residual_grad);
+// Gradients of batch_norm_relu given what it saved: its relu_mask where the fused kernel kept one, else its
+// output (whose positive entries pass grad_out on; read only when relu_mask is undefined), and the statistics.
+BatchNormReluGrads batch_norm_relu_backward(const Tensor& grad_out, const Tensor& output, const Tensor& relu_mask,
+                                            const Tensor& input, const Tensor& save_mean, const Tensor& save_invstd,
+                                            const Tensor& weight, bool training, const NormGradRequest& request,
+                                            bool residual_grad);
 
 struct LayerNormResult {
   Tensor output;     // input's shape

@@ -1,6 +1,7 @@
 // batch_norm_relu (relu(batch_norm(x) + residual) in one pass) against the three separate ops: the same output
 // bit for bit, the same running statistics and gradients, in every floating dtype, training and eval, with and
-// without affine parameters or a residual, on a non-contiguous input; BatchNorm2d::forward_relu; the errors.
+// without affine parameters or a residual, on a non-contiguous input; the backward reading the relu's bit mask
+// (runs of 1 to 130 elements, an output changed in place after the forward); BatchNorm2d::forward_relu; the errors.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -71,8 +72,9 @@ void check_equal(const std::vector<double>& fused, const std::vector<double>& se
 }  // namespace
 
 TEST_CASE("batch_norm_relu equals relu(batch_norm(x) + residual): output, running stats and gradients") {
-  // (6, 3, 5, 4) covers runs longer than a vector and a ragged tail; (64, 5) the (N, C) layout.
-  for (const Shape& shape : {Shape{6, 3, 5, 4}, Shape{64, 5}}) {
+  // (6, 3, 5, 4) covers runs longer than a vector and a ragged tail; (64, 5) the (N, C) layout (runs of one);
+  // (2, 3, 8, 8) runs of exactly one mask word; (3, 2, 130) runs of two words and a 2-bit third.
+  for (const Shape& shape : {Shape{6, 3, 5, 4}, Shape{64, 5}, Shape{2, 3, 8, 8}, Shape{3, 2, 130}}) {
     for (DType dtype : {DType::f32, DType::f64, DType::bf16, DType::f16}) {
       for (bool training : {true, false}) {
         for (bool affine : {true, false}) {
@@ -112,6 +114,36 @@ TEST_CASE("batch_norm_relu: outputs at zero stop exactly their gradient, the oth
     zeros_seen += out[i] == 0.0;
   }
   CHECK(zeros_seen > static_cast<int>(out.size()) / 4);
+}
+
+TEST_CASE("batch_norm_relu's backward reads the mask its forward kept, not the output") {
+  // Changing the output in place after the forward leaves the gradients as they were: what reached zero is in
+  // the mask. (Saving the output instead would refuse the backward as modified in place.)
+  const Tensor grad_out = random_of({4, 3, 70}, 52, DType::f32);
+  std::vector<double> expected, got;
+  for (bool overwrite : {false, true}) {
+    Tensor x = random_of({4, 3, 70}, 51, DType::f32).requires_grad_();
+    Tensor y = batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5);
+    if (overwrite) raw::fill_(y, 1.0);
+    y.backward(grad_out);
+    (overwrite ? got : expected) = values(x.grad());
+  }
+  check_equal(got, expected, "grad input after the output was overwritten");
+}
+
+TEST_CASE("raw::batch_norm_relu_backward refuses a mask of another shape, naming both") {
+  const Tensor x = random_of({2, 3, 70}, 53, DType::f32);
+  const raw::BatchNormResult r =
+      raw::batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, true);
+  REQUIRE(r.relu_mask.defined());
+  CHECK(r.relu_mask.sizes() == Shape{2, 3, 2});
+  const Tensor wrong = zeros({2, 3, 1}, {.dtype = DType::i64});
+  check_error<ShapeError>(
+      [&] {
+        raw::batch_norm_relu_backward(ones({2, 3, 70}), r.output, wrong, x, r.save_mean, r.save_invstd, Tensor(),
+                                      true, {}, false);
+      },
+      {"relu_mask", "[2, 3, 1]", "[2, 3, 2]", "[2, 3, 70]"});
 }
 
 TEST_CASE("batch_norm_relu on a non-contiguous input and residual") {
