@@ -23,10 +23,32 @@ std::vector<DType> dtypes_of(const std::vector<Tensor>& tensors) {
   return dtypes;
 }
 
+// The gradients g of pieces of lengths `lengths` along dim d of an input of input_shape when they already tile
+// one contiguous buffer of that shape, each where its piece lies (as attention's backward leaves the gradients
+// of q, k and v split from one projection): that buffer. Undefined otherwise.
+Tensor buffer_tiled_by(const GradList& g, const Shape& input_shape, DType dtype, int64_t d,
+                       const std::vector<int64_t>& lengths) {
+  if (g.size() != lengths.size() || !g[0].defined()) return Tensor();
+  const Shape strides = contiguous_strides(input_shape);
+  int64_t start = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    Shape piece_shape = input_shape;
+    piece_shape[d] = lengths[i];
+    const bool in_place = g[i].defined() && g[i].dtype() == dtype && g[i].device() == g[0].device() &&
+                          g[i].impl()->storage() == g[0].impl()->storage() && g[i].sizes() == piece_shape &&
+                          g[i].strides() == strides &&
+                          g[i].storage_offset() == g[0].storage_offset() + start * strides[d];
+    if (!in_place) return Tensor();
+    start += lengths[i];
+  }
+  return raw::as_strided(g[0], input_shape, strides, g[0].storage_offset());
+}
+
 // The raw pieces of t along dim, made differentiable by one node. Its backward writes every piece's gradient
 // into its region of one tensor, zeros where a piece got none: one pass over the input's size, where a narrow
 // per piece filled a whole zero tensor each and the engine then added them up (a GPT's q, k, v split: three
-// fills, three copies and two additions of the (B, T, 3C) gradient).
+// fills, three copies and two additions of the (B, T, 3C) gradient); nothing when the gradients already lie
+// side by side in one buffer.
 std::vector<Tensor> differentiable_pieces(const Tensor& t, std::vector<Tensor> pieces, int64_t dim) {
   if (!autograd::any_requires_grad({&t})) return pieces;
   const int64_t d = wrap_dim(dim, t.dim(), "split");  // valid: the raw op checked it
@@ -35,6 +57,7 @@ std::vector<Tensor> differentiable_pieces(const Tensor& t, std::vector<Tensor> p
   for (const Tensor& piece : pieces) lengths.push_back(piece.sizes()[d]);
   auto backward = [input_shape = t.sizes(), dtype = t.dtype(), device = t.device(), d,
                    lengths = std::move(lengths)](GradList&& g) {
+    if (Tensor tiled = buffer_tiled_by(g, input_shape, dtype, d, lengths); tiled.defined()) return GradList{tiled};
     Tensor grad_in = empty(input_shape, {.dtype = dtype, .device = device});
     int64_t start = 0;
     for (size_t i = 0; i < lengths.size(); ++i) {

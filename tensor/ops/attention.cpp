@@ -1,7 +1,9 @@
 // Raw scaled dot-product attention front-ends: shape and dtype checks, the compute dtype (f32, or f64), output
-// allocation in the (B, L, H, E) memory layout, and dispatch.
+// allocation in the (B, L, H, E) memory layout (the gradients of q, k and v split from one fused projection in
+// that projection's layout), and dispatch.
 #include "tensor/ops/attention.h"
 
+#include <array>
 #include <cmath>
 
 #include "tensor/check.h"
@@ -57,6 +59,33 @@ Tensor empty_heads_last(int64_t batch, int64_t heads, int64_t len, int64_t width
   return permute(empty({batch, len, heads, width}, {.dtype = dtype, .device = device}), {0, 2, 1, 3});
 }
 
+// Whether q, k and v (4-D, the compute dtype) are the (B, H, L, E) heads of one (B, L, 3 * H * E) buffer that
+// holds each position's q, k and v side by side, as splitting a fused qkv projection leaves them.
+bool split_from_one_projection(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const int64_t width = q.size(1) * q.size(3);
+  const Shape packed_strides{q.size(2) * 3 * width, q.size(3), 3 * width, 1};
+  return q.impl()->storage() == k.impl()->storage() && q.impl()->storage() == v.impl()->storage() &&
+         k.sizes() == q.sizes() && v.sizes() == q.sizes() && q.strides() == packed_strides &&
+         k.strides() == packed_strides && v.strides() == packed_strides &&
+         k.storage_offset() == q.storage_offset() + width && v.storage_offset() == q.storage_offset() + 2 * width;
+}
+
+// Uninitialised gradients for q, k and v: each (B, H, L, E) in the (B, L, H, E) layout, or, when the three were
+// split from one projection, views of one (B, L, 3 * H * E) buffer laid out as they are, so that the split's
+// backward takes that buffer as its input's gradient instead of copying three into one.
+std::array<Tensor, 3> empty_qkv_grads(const Tensor& q, const Tensor& k, const Tensor& v) {
+  if (split_from_one_projection(q, k, v)) {
+    const int64_t width = q.size(1) * q.size(3);
+    Tensor packed = empty({q.size(0), q.size(2), 3 * width}, {.dtype = q.dtype(), .device = q.device()});
+    return {as_strided(packed, q.sizes(), q.strides(), 0), as_strided(packed, q.sizes(), q.strides(), width),
+            as_strided(packed, q.sizes(), q.strides(), 2 * width)};
+  }
+  auto heads_last = [](const Tensor& t) {
+    return empty_heads_last(t.size(0), t.size(1), t.size(2), t.size(3), t.dtype(), t.device());
+  };
+  return {heads_last(q), heads_last(k), heads_last(v)};
+}
+
 // A 4-D result back in the caller's dtype (keeping the (B, L, H, E) layout) and rank.
 Tensor finished(const Tensor& t, DType dtype, int64_t rank) {
   Tensor out = t;
@@ -93,9 +122,7 @@ AttentionGrads scaled_dot_product_attention_backward(const Tensor& grad_out, con
   Tensor out4 = prepared(forward.out, compute), grad4 = prepared(grad_out, compute);
   Tensor lse = contiguous(forward.lse.dim() == 2 ? unsqueeze(forward.lse, 0) : forward.lse);
   const Device device = q.device();
-  Tensor grad_q = empty_heads_last(q4.size(0), q4.size(1), q4.size(2), q4.size(3), compute, device);
-  Tensor grad_k = empty_heads_last(k4.size(0), k4.size(1), k4.size(2), k4.size(3), compute, device);
-  Tensor grad_v = empty_heads_last(v4.size(0), v4.size(1), v4.size(2), v4.size(3), compute, device);
+  auto [grad_q, grad_k, grad_v] = empty_qkv_grads(q4, k4, v4);
   if (lse.numel() > 0) {
     kernels::attention_backward(device, grad_q, grad_k, grad_v, grad4, q4, k4, v4, out4, lse, is_causal,
                                 scale_for(q, scale));

@@ -42,7 +42,9 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
                                              std::optional<double> scale = std::nullopt);
 
 struct AttentionGrads {
-  Tensor q, k, v;  // shaped and typed like the inputs; 4-D ones laid out (B, L, H, E) in memory
+  // Shaped and typed like the inputs; 4-D ones laid out (B, L, H, E) in memory, or, for q, k and v split from
+  // one (B, L, 3 * H * E) projection (the heads of its thirds), views of one such buffer at the same offsets.
+  Tensor q, k, v;
 };
 
 // The gradients for q, k and v, given the forward's inputs and result.

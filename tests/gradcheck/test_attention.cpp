@@ -1,5 +1,5 @@
 // gradcheck of the fused scaled dot-product attention (causal and not, 4-D and 3-D, a custom scale, strided
-// views of one q/k/v projection, more queries than keys).
+// views of one q/k/v projection, narrowed or split as GPT splits it, more queries than keys).
 #include "tests/gradcheck/check.h"
 
 using namespace syncgrad;
@@ -26,4 +26,13 @@ TEST_CASE("gradcheck: attention over strided head views of one qkv tensor, longe
     };
     return scaled_dot_product_attention(part(0), part(1), part(2), true);
   }, {leaf({batch, len, 3 * heads * dim}, 7)});
+}
+
+TEST_CASE("gradcheck: attention over heads split from one qkv tensor (gradients written side by side)") {
+  const int64_t batch = 2, len = 9, heads = 2, dim = 3;
+  CHECK_GRADCHECK("attention on split qkv", [=](const std::vector<Tensor>& in) {
+    const std::vector<Tensor> parts = split(in[0], heads * dim, 2);
+    auto part = [&](int64_t i) { return transpose(view(parts[i], {batch, len, heads, dim}), 1, 2); };
+    return scaled_dot_product_attention(part(0), part(1), part(2), true);
+  }, {leaf({batch, len, 3 * heads * dim}, 8)});
 }
