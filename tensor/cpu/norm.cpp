@@ -1,7 +1,7 @@
 // CPU batch norm and layer norm kernels, and batch norm fused with a residual add and a ReLU (batch_norm_relu).
-// Statistics are two-pass (mean, then centred squares) in double, except a float32 layer norm row's, summed in
-// float lanes (below); the elementwise parts run in opmath (float for f32 and the half types, double for f64) as
-// one fused scale-and-shift per element. Batch norm handles a group of
+// Statistics are two-pass (mean, then centred squares) in double, except that float32 runs (a layer norm row, a
+// batch norm plane) are summed in float lanes first (below); the elementwise parts run in opmath (float for f32
+// and the half types, double for f64) as one fused scale-and-shift per element. Batch norm handles a group of
 // channels start to end (statistics or gradient sums, then the elementwise pass) while the group is in cache.
 // Work is split over channels (batch norm) or rows (layer norm; its parameter gradients are summed per fixed
 // block of rows, the blocks then added in order), so every sum has a fixed order whatever the thread count.
@@ -135,11 +135,12 @@ void accumulate_param_grads(const T* dy, const T* x, int64_t n, double mu, doubl
   }
 }
 
-// ---- float32 layer norm rows: sums in float over 16 lanes ----
-// A row of a transformer's layer norm is 128-4096 values, so each lane adds 8-256 of them: float sums lose
-// nothing a test or training can see there, and twice the lanes of the double sums take half the instructions
-// (the default GPT's layer norm forward and backward: 1.45-1.48 -> 1.10-1.19 ms per (8192, 128) call, one core of
-// the AMX Xeon, `syncgrad-bench gpt-kernels`).
+// ---- float32 runs: sums in float over 16 lanes ----
+// A layer norm row is 128-4096 values and a batch norm (sample, channel) plane 16-4096 (added to the channel's
+// double total per plane), so each lane adds at most 256 of them: float sums lose nothing a test or training
+// can see there, and twice the lanes of the double sums take half the instructions (the default GPT's layer
+// norm forward and backward: 1.45-1.48 -> 1.10-1.19 ms per (8192, 128) call, one core of the AMX Xeon,
+// `syncgrad-bench gpt-kernels`).
 typedef float Floats __attribute__((vector_size(16 * sizeof(float))));
 constexpr int kFloatLanes = 16;
 
@@ -165,17 +166,18 @@ float sum_floats(const float* x, int64_t n, F f) {
   return floats_total(lanes);
 }
 
-// Over a row of n: {sum of g, sum of g * (x - mu)} with g = dy * w, in float.
+// Over a run of n: {sum of g, sum of g * (x - mu)} with g = dy (or dy * w when w is given), in float.
 GradSums grad_sums_floats(const float* dy, const float* x, const float* w, int64_t n, float mu) {
   Floats g_lanes = {}, gx_lanes = {};
   int64_t i = 0;
   for (; i + kFloatLanes <= n; i += kFloatLanes) {
-    const Floats g = load_floats(dy + i) * load_floats(w + i);
+    Floats g = load_floats(dy + i);
+    if (w != nullptr) g *= load_floats(w + i);
     g_lanes += g;
     gx_lanes += g * (load_floats(x + i) - mu);
   }
   for (; i < n; ++i) {
-    const float g = dy[i] * w[i];
+    const float g = w != nullptr ? dy[i] * w[i] : dy[i];
     g_lanes[0] += g;
     gx_lanes[0] += g * (x[i] - mu);
   }
@@ -204,7 +206,8 @@ struct ChannelLayout {
   int64_t run(int64_t sample, int64_t channel) const { return (sample * c + channel) * l; }
 };
 
-// acc[c] += sum over samples and positions of f(x) for channels [c0, c1).
+// acc[c] += sum over samples and positions of f(ch, x) for channels [c0, c1): in double, each float32 plane
+// summed in float first. f takes x as a double, a float, Lanes or Floats.
 template <class T, class F>
 void accumulate_channels(const T* x, const ChannelLayout& s, int64_t c0, int64_t c1, double* acc, F f) {
   for (int64_t sample = 0; sample < s.n; ++sample) {
@@ -213,11 +216,30 @@ void accumulate_channels(const T* x, const ChannelLayout& s, int64_t c0, int64_t
       for (int64_t ch = c0; ch < c1; ++ch) acc[ch] += f(ch, convert<double>(row[ch]));
     } else {
       for (int64_t ch = c0; ch < c1; ++ch) {
-        acc[ch] += accumulate_run(x + s.run(sample, ch), s.l, [&](auto v) { return f(ch, v); });
+        auto of_channel = [&](auto v) { return f(ch, v); };
+        if constexpr (std::is_same_v<T, float>) {
+          acc[ch] += sum_floats(x + s.run(sample, ch), s.l, of_channel);
+        } else {
+          acc[ch] += accumulate_run(x + s.run(sample, ch), s.l, of_channel);
+        }
       }
     }
   }
 }
+
+// The scalar type of what accumulate_channels passes f: v's element type for vectors.
+template <class V>
+struct ElementOf {
+  using type = V;
+};
+template <>
+struct ElementOf<Lanes> {
+  using type = double;
+};
+template <>
+struct ElementOf<Floats> {
+  using type = float;
+};
 
 // The channels a parallel chunk processes together: about kGrainElements elements, so that a group's data is
 // still in L2 when the pass after its statistics reads it again (one channel of a (128, 16, 32, 32) batch is
@@ -274,7 +296,7 @@ void batch_norm_forward_impl(const Tensor& out, const Tensor& save_mean, const T
       accumulate_channels(x, s, c0, c1, mean.data(), [](int64_t, auto v) { return v; });
       for (int64_t ch = c0; ch < c1; ++ch) mean[ch] /= count;
       accumulate_channels(x, s, c0, c1, var.data(), [&mean](int64_t ch, auto v) {
-        const auto d = v - mean[ch];
+        const auto d = v - static_cast<typename ElementOf<decltype(v)>::type>(mean[ch]);
         return d * d;
       });
       for (int64_t ch = c0; ch < c1; ++ch) {
@@ -383,7 +405,12 @@ void batch_norm_backward_impl(const Tensor& grad_input, const Tensor& grad_weigh
     auto masked_into = [&](int64_t offset) { return g_res != nullptr ? g_res + offset : scratch.data(); };
     map_runs(s, c0, c1, [&](int64_t offset, int64_t ch) {
       const T* g = grad_run(dy, relu_bits, offset, s.l, masked_into(offset));
-      const GradSums sums = grad_sums_run(g, x + offset, nullptr, s.l, mean[ch]);
+      GradSums sums;
+      if constexpr (std::is_same_v<T, float>) {
+        sums = grad_sums_floats(g, x + offset, nullptr, s.l, static_cast<float>(mean[ch]));
+      } else {
+        sums = grad_sums_run(g, x + offset, nullptr, s.l, mean[ch]);
+      }
       sum_g[ch] += sums.g;
       sum_g_xmu[ch] += sums.g_xmu;
     });
