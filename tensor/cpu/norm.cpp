@@ -73,43 +73,74 @@ Lanes load_lanes(const T* p) {
   }
 }
 
-double lanes_total(const Lanes& lanes) {
-  double total = 0;
-  for (int l = 0; l < kLanes; ++l) total += lanes[l];
+// ---- float32 runs: sums in float over 16 lanes ----
+// A layer norm row is 128-4096 values and a batch norm (sample, channel) plane 16-4096 (added to the channel's
+// double total per plane), so each lane adds at most 256 of them: float sums lose nothing a test or training
+// can see there, and twice the lanes of the double sums take half the instructions (the default GPT's layer
+// norm forward and backward: 1.45-1.48 -> 1.10-1.19 ms per (8192, 128) call, one core of the AMX Xeon,
+// `syncgrad-bench gpt-kernels`).
+typedef float Floats __attribute__((vector_size(16 * sizeof(float))));
+
+// What a run of T is summed in: float for float32, double otherwise; and its lanes.
+template <class T>
+using RunSum = std::conditional_t<std::is_same_v<T, float>, float, double>;
+template <class A>
+using SumLanes = std::conditional_t<std::is_same_v<A, float>, Floats, Lanes>;
+template <class A>
+constexpr int kSumLanes = sizeof(SumLanes<A>) / sizeof(A);
+
+// p[0, kSumLanes<A>) in A's lanes (float lanes only for float32 runs).
+template <class A, class T>
+SumLanes<A> load_sum_lanes(const T* p) {
+  if constexpr (std::is_same_v<A, float>) {
+    static_assert(std::is_same_v<T, float>, "float lanes sum float32 runs only");
+    Floats v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  } else {
+    return load_lanes(p);
+  }
+}
+
+template <class A>
+A lanes_total(const SumLanes<A>& lanes) {
+  A total = 0;
+  for (int l = 0; l < kSumLanes<A>; ++l) total += lanes[l];
   return total;
 }
 
-// Sum of f(x[i]) over a contiguous run, in double; f takes and returns a double or Lanes alike.
-template <class T, class F>
-double accumulate_run(const T* x, int64_t n, F f) {
-  Lanes lanes = {};
+// Sum of f(x[i]) over a contiguous run in A (element i to lane i % lanes, the tail to lane 0); f takes and
+// returns an A or A's lanes alike.
+template <class A, class T, class F>
+A accumulate_run(const T* x, int64_t n, F f) {
+  SumLanes<A> lanes = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) lanes += f(load_lanes(x + i));
-  for (; i < n; ++i) lanes[0] += f(convert<double>(x[i]));
-  return lanes_total(lanes);
+  for (; i + kSumLanes<A> <= n; i += kSumLanes<A>) lanes += f(load_sum_lanes<A>(x + i));
+  for (; i < n; ++i) lanes[0] += f(convert<A>(x[i]));
+  return lanes_total<A>(lanes);
 }
 
-// Over a run of n: {sum of g, sum of g * (x - mu)} with g = dy (or dy * w[i] when w is given), in double.
+// Over a run of n: {sum of g, sum of g * (x - mu)} with g = dy (or dy * w[i] when w is given), in A.
 struct GradSums {
   double g = 0, g_xmu = 0;
 };
 
-template <class T>
-GradSums grad_sums_run(const T* dy, const T* x, const double* w, int64_t n, double mu) {
-  Lanes g_lanes = {}, gx_lanes = {};
+template <class A, class T>
+GradSums grad_sums_run(const T* dy, const T* x, const A* w, int64_t n, A mu) {
+  SumLanes<A> g_lanes = {}, gx_lanes = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    Lanes g = load_lanes(dy + i);
-    if (w != nullptr) g *= load_lanes(w + i);
+  for (; i + kSumLanes<A> <= n; i += kSumLanes<A>) {
+    SumLanes<A> g = load_sum_lanes<A>(dy + i);
+    if (w != nullptr) g *= load_sum_lanes<A>(w + i);
     g_lanes += g;
-    gx_lanes += g * (load_lanes(x + i) - mu);
+    gx_lanes += g * (load_sum_lanes<A>(x + i) - mu);
   }
   for (; i < n; ++i) {
-    const double g = w != nullptr ? convert<double>(dy[i]) * w[i] : convert<double>(dy[i]);
+    const A g = w != nullptr ? convert<A>(dy[i]) * w[i] : convert<A>(dy[i]);
     g_lanes[0] += g;
-    gx_lanes[0] += g * (convert<double>(x[i]) - mu);
+    gx_lanes[0] += g * (convert<A>(x[i]) - mu);
   }
-  return {lanes_total(g_lanes), lanes_total(gx_lanes)};
+  return {lanes_total<A>(g_lanes), lanes_total<A>(gx_lanes)};
 }
 
 // Adds one row's layer norm parameter gradients, dy * xhat with xhat = (x - mu) * s (weight) and dy (bias),
@@ -133,55 +164,6 @@ void accumulate_param_grads(const T* dy, const T* x, int64_t n, double mu, doubl
     gw[i] += g * ((convert<double>(x[i]) - mu) * s);
     gb[i] += g;
   }
-}
-
-// ---- float32 runs: sums in float over 16 lanes ----
-// A layer norm row is 128-4096 values and a batch norm (sample, channel) plane 16-4096 (added to the channel's
-// double total per plane), so each lane adds at most 256 of them: float sums lose nothing a test or training
-// can see there, and twice the lanes of the double sums take half the instructions (the default GPT's layer
-// norm forward and backward: 1.45-1.48 -> 1.10-1.19 ms per (8192, 128) call, one core of the AMX Xeon,
-// `syncgrad-bench gpt-kernels`).
-typedef float Floats __attribute__((vector_size(16 * sizeof(float))));
-constexpr int kFloatLanes = 16;
-
-inline Floats load_floats(const float* p) {
-  Floats v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline float floats_total(const Floats& lanes) {
-  float total = 0;
-  for (int l = 0; l < kFloatLanes; ++l) total += lanes[l];
-  return total;
-}
-
-// Sum of f(x[i]) over a run in float (element i to lane i % 16, the tail to lane 0); f takes a float or Floats.
-template <class F>
-float sum_floats(const float* x, int64_t n, F f) {
-  Floats lanes = {};
-  int64_t i = 0;
-  for (; i + kFloatLanes <= n; i += kFloatLanes) lanes += f(load_floats(x + i));
-  for (; i < n; ++i) lanes[0] += f(x[i]);
-  return floats_total(lanes);
-}
-
-// Over a run of n: {sum of g, sum of g * (x - mu)} with g = dy (or dy * w when w is given), in float.
-GradSums grad_sums_floats(const float* dy, const float* x, const float* w, int64_t n, float mu) {
-  Floats g_lanes = {}, gx_lanes = {};
-  int64_t i = 0;
-  for (; i + kFloatLanes <= n; i += kFloatLanes) {
-    Floats g = load_floats(dy + i);
-    if (w != nullptr) g *= load_floats(w + i);
-    g_lanes += g;
-    gx_lanes += g * (load_floats(x + i) - mu);
-  }
-  for (; i < n; ++i) {
-    const float g = w != nullptr ? dy[i] * w[i] : dy[i];
-    g_lanes[0] += g;
-    gx_lanes[0] += g * (x[i] - mu);
-  }
-  return {floats_total(g_lanes), floats_total(gx_lanes)};
 }
 
 // Adds one row's parameter gradients, dy * (x - mu) * s (weight) and dy (bias), into gw and gb, in float.
@@ -216,12 +198,7 @@ void accumulate_channels(const T* x, const ChannelLayout& s, int64_t c0, int64_t
       for (int64_t ch = c0; ch < c1; ++ch) acc[ch] += f(ch, convert<double>(row[ch]));
     } else {
       for (int64_t ch = c0; ch < c1; ++ch) {
-        auto of_channel = [&](auto v) { return f(ch, v); };
-        if constexpr (std::is_same_v<T, float>) {
-          acc[ch] += sum_floats(x + s.run(sample, ch), s.l, of_channel);
-        } else {
-          acc[ch] += accumulate_run(x + s.run(sample, ch), s.l, of_channel);
-        }
+        acc[ch] += accumulate_run<RunSum<T>>(x + s.run(sample, ch), s.l, [&](auto v) { return f(ch, v); });
       }
     }
   }
@@ -405,12 +382,8 @@ void batch_norm_backward_impl(const Tensor& grad_input, const Tensor& grad_weigh
     auto masked_into = [&](int64_t offset) { return g_res != nullptr ? g_res + offset : scratch.data(); };
     map_runs(s, c0, c1, [&](int64_t offset, int64_t ch) {
       const T* g = grad_run(dy, relu_bits, offset, s.l, masked_into(offset));
-      GradSums sums;
-      if constexpr (std::is_same_v<T, float>) {
-        sums = grad_sums_floats(g, x + offset, nullptr, s.l, static_cast<float>(mean[ch]));
-      } else {
-        sums = grad_sums_run(g, x + offset, nullptr, s.l, mean[ch]);
-      }
+      const GradSums sums =
+          grad_sums_run<RunSum<T>>(g, x + offset, nullptr, s.l, static_cast<RunSum<T>>(mean[ch]));
       sum_g[ch] += sums.g;
       sum_g_xmu[ch] += sums.g_xmu;
     });
@@ -478,15 +451,12 @@ void layer_norm_forward_kernel(const Tensor& out, const Tensor& save_mean, const
     parallel_for(rows, grain_for(k), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* xr = x + r * k;
-        double mu, var;
-        if constexpr (std::is_same_v<T, float>) {
-          const float m = sum_floats(xr, k, [](auto v) { return v; }) / static_cast<float>(k);
-          mu = m;
-          var = sum_floats(xr, k, [m](auto v) { return (v - m) * (v - m); }) / static_cast<float>(k);
-        } else {
-          mu = accumulate_run(xr, k, [](auto v) { return v; }) / static_cast<double>(k);
-          var = accumulate_run(xr, k, [mu](auto v) { return (v - mu) * (v - mu); }) / static_cast<double>(k);
-        }
+        using A = RunSum<T>;
+        const A row_mean = accumulate_run<A>(xr, k, [](auto v) { return v; }) / static_cast<A>(k);
+        const double mu = row_mean;
+        const double var = accumulate_run<A>(xr, k, [row_mean](auto v) {
+                             return (v - row_mean) * (v - row_mean);
+                           }) / static_cast<A>(k);
         mean[r] = mu;
         rstd[r] = 1.0 / std::sqrt(var + eps);
         const M m = static_cast<M>(mu), s = static_cast<M>(rstd[r]);
@@ -538,10 +508,10 @@ void layer_norm_backward_kernel(const Tensor& grad_input, const Tensor& grad_wei
           if (gx == nullptr) continue;
           // With g = dy * w and xhat = (x - mean) * rstd: grad_input = rstd * (g - mean(g) - xhat * mean(g * xhat)).
           GradSums sums;
-          if constexpr (kFloatRows) {
-            sums = grad_sums_floats(dy + base, x + base, w_m.data(), k, static_cast<float>(mu));
+          if constexpr (kFloatRows) {  // w_m is float here
+            sums = grad_sums_run<float>(dy + base, x + base, w_m.data(), k, static_cast<float>(mu));
           } else {
-            sums = grad_sums_run(dy + base, x + base, w.data(), k, mu);
+            sums = grad_sums_run<double>(dy + base, x + base, w.data(), k, mu);
           }
           const M rs = static_cast<M>(s), m = static_cast<M>(mu);
           const M mean_g = static_cast<M>(sums.g / static_cast<double>(k));

@@ -194,6 +194,9 @@ BatchNormReluGrads batch_norm_relu_backward(const Tensor& grad_out, const Tensor
                                             const Tensor& weight, bool training, const NormGradRequest& request,
                                             bool residual_grad) {
   const Device device = input.device();
+  SYNCGRAD_CHECK(output.defined() || relu_mask.defined(), ValueError,
+                 "batch_norm_relu_backward: neither the output nor a relu_mask was given; pass what batch_norm_relu "
+                 "returned (its relu_mask where defined, else its output)");
   if (!relu_mask.defined() || !kernels::batch_norm_relu_backward.has(device.type)) {
     Tensor g = unary_backward(UnaryOp::relu, to(grad_out, input.dtype()), output);
     return {batch_norm_backward(g, input, save_mean, save_invstd, weight, training, request),

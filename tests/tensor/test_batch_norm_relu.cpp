@@ -131,7 +131,7 @@ TEST_CASE("batch_norm_relu's backward reads the mask its forward kept, not the o
   check_equal(got, expected, "grad input after the output was overwritten");
 }
 
-TEST_CASE("raw::batch_norm_relu_backward refuses a mask of another shape, naming both") {
+TEST_CASE("raw::batch_norm_relu_backward refuses a mask of another shape, naming both, and nothing to mask with") {
   const Tensor x = random_of({2, 3, 70}, 53, DType::f32);
   const raw::BatchNormResult r =
       raw::batch_norm_relu(x, Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, true);
@@ -144,6 +144,12 @@ TEST_CASE("raw::batch_norm_relu_backward refuses a mask of another shape, naming
                                       true, {}, false);
       },
       {"relu_mask", "[2, 3, 1]", "[2, 3, 2]", "[2, 3, 70]"});
+  check_error<ValueError>(
+      [&] {
+        raw::batch_norm_relu_backward(ones({2, 3, 70}), Tensor(), Tensor(), x, r.save_mean, r.save_invstd, Tensor(),
+                                      true, {}, false);
+      },
+      {"batch_norm_relu_backward", "neither", "relu_mask"});
 }
 
 TEST_CASE("batch_norm_relu on a non-contiguous input and residual") {
