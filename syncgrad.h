@@ -42,6 +42,8 @@
 #include "autograd/ops/softmax.h"
 #include "autograd/ops/attention.h"
 #include "tensor/ops/attention.h"
+#include "autograd/ops/linear_gelu.h"
+#include "tensor/ops/linear_gelu.h"
 #include "autograd/ops/loss.h"
 #include "tensor/ops/softmax.h"
 #include "autograd/ops/elementwise.h"

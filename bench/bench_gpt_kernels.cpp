@@ -1,7 +1,7 @@
-// syncgrad-bench gpt-kernels: the default GPT's kernels besides its linear layers' GEMMs (layer norm, GELU, the
-// fused attention with its q/k/v split, cross-entropy, bias-gradient sums, residual adds, fills, the AdamW
-// step), each on the shapes of one training step (batch 64 x 128 tokens, 128 channels, 4 heads of 32, 256
-// classes), on one thread and on --threads N (default 2), alternating; the speed-up of N threads says which of
+// syncgrad-bench gpt-kernels: the default GPT's kernels besides its linear layers' GEMMs (layer norm, GELU,
+// c_fc fused with its GELU (GEMMs included), the fused attention with its q/k/v split, cross-entropy,
+// bias-gradient sums, residual adds, fills, the AdamW step), each on the shapes of one training step (batch
+// 64 x 128 tokens, 128 channels, 4 heads of 32, 256 classes), on one thread and on --threads N (default 2), alternating; the speed-up of N threads says which of
 // them split their work between the threads. A kernel that stays on one thread leaves the others waiting.
 //   syncgrad-bench gpt-kernels [--threads N] [--reps N]
 #include <cstdio>
@@ -38,6 +38,8 @@ std::vector<Kernel> gpt_step_kernels(Generator* gen) {
   const Tensor targets = randint(0, kClasses, {kRows}, {.dtype = DType::i64}, gen);
   const Tensor bias_rows = randn({kRows, 3 * kChannels}, {}, gen), residual = randn({kRows, kChannels}, {}, gen);
   const Tensor buffer = empty({kBatch, kTokens, 3 * kChannels});
+  const Tensor fc_weight = raw::mul(randn({4 * kChannels, kChannels}, {}, gen), 0.02).requires_grad_();
+  const Tensor fc_bias = zeros({4 * kChannels}).requires_grad_();
   auto model = std::make_shared<models::GPT>(models::GPTConfig{}, gen);
   std::vector<Tensor> params = model->parameters();
   for (Tensor& p : params) p.set_grad(randn(p.sizes(), {}, gen));
@@ -51,6 +53,10 @@ std::vector<Kernel> gpt_step_kernels(Generator* gen) {
        [=] { layer_norm(x.detach().requires_grad_(), {kChannels}, ln_weight, ln_bias).backward(grad); }},
       {"GELU (tanh) fwd+bwd (8192, 512)",
        [=] { gelu(hidden.detach().requires_grad_(), GeluApproximate::tanh).backward(hidden_grad); }},
+      {"c_fc + GELU fused fwd+bwd, (8192, 128) -> 512",
+       [=] {
+         linear_gelu(x.detach().requires_grad_(), fc_weight, fc_bias, GeluApproximate::tanh).backward(hidden_grad);
+       }},
       {"attention fwd+bwd, q/k/v split (64, 4, 128, 32)",
        [=] {
          const Tensor input = qkv.detach().requires_grad_();

@@ -10,6 +10,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/join.h"
 #include "autograd/ops/linalg.h"
+#include "autograd/ops/linear_gelu.h"
 #include "autograd/ops/softmax.h"
 #include "autograd/ops/views.h"
 #include "tensor/ops/elementwise.h"
@@ -64,7 +65,8 @@ GPTMLP::GPTMLP(const GPTConfig& config, Generator* gen)
                              std::make_shared<nn::Linear>(4 * config.n_embd, config.n_embd, config.bias, gen))) {}
 
 Tensor GPTMLP::forward(const Tensor& x) {
-  Tensor hidden = gelu(c_fc->forward(x), GeluApproximate::tanh);  // (B, T, 4C)
+  Tensor hidden = fused ? linear_gelu(x, c_fc->weight, c_fc->bias, GeluApproximate::tanh)
+                        : gelu(c_fc->forward(x), GeluApproximate::tanh);  // (B, T, 4C)
   return syncgrad::dropout(c_proj->forward(hidden), dropout, is_training());
 }
 

@@ -36,6 +36,8 @@ class GPTMLP : public nn::Module {
   Tensor forward(const Tensor& x) override;
 
   double dropout;
+  // false: c_fc then GELU as two ops instead of the fused linear_gelu (the same values; for comparisons).
+  bool fused = true;
   std::shared_ptr<nn::Linear> c_fc, c_proj;
 };
 

@@ -8,10 +8,12 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <initializer_list>
+#include <vector>
 
 #include "tensor/cpu/elementwise_loops.h"
 #include "tensor/cpu/half_convert.h"
 #include "tensor/cpu/visit.h"
+#include "tensor/threads.h"
 
 namespace syncgrad::cpu {
 namespace {
@@ -117,6 +119,28 @@ bool gelu_tanh_backward_contiguous(const Tensor& grad_in, const Tensor& grad_out
     run_flat(grad_in.numel(), [=](int64_t begin, int64_t end) {
       packets(gi, go, xp, begin, end, [](const Packet& g, const Packet& v) { return gelu_grad(g, v); });
     });
+  });
+}
+
+void gelu_tanh_backward_rows(float* grad_in, const float* grad_out, const float* x, int64_t rows, int64_t cols,
+                             double* column_sums) {
+  using namespace Eigen::internal;
+  const int64_t column_packets = (cols + kWidth - 1) / kWidth;
+  parallel_for(column_packets, 4, [=](int64_t first_packet, int64_t end_packet) {
+    const int64_t begin = first_packet * kWidth, end = std::min(cols, end_packet * kWidth);
+    std::vector<float> sums(static_cast<size_t>((end_packet - first_packet) * kWidth), 0.0f);  // padded lanes stay 0
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t offset = r * cols;
+      for (int64_t j = begin; j < end; j += kWidth) {
+        const int64_t n = std::min(kWidth, end - j);
+        const Packet grad = gelu_grad(load(grad_out + offset + j, n), load(x + offset + j, n));
+        store(grad_in + offset + j, grad, n);
+        float* sum = sums.data() + (j - begin);
+        pstoreu(sum, padd(ploadu<Packet>(sum), grad));
+      }
+    }
+    if (column_sums == nullptr) return;
+    for (int64_t j = begin; j < end; ++j) column_sums[j] += sums[static_cast<size_t>(j - begin)];
   });
 }
 

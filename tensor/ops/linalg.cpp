@@ -160,20 +160,24 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
   return out;
 }
 
-Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  check_operands("linear", input, weight);
-  SYNCGRAD_CHECK(weight.dim() == 2, ShapeError, "linear: weight of shape ", shape_str(weight.sizes()),
+void check_linear(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  check_operands(op, input, weight);
+  SYNCGRAD_CHECK(weight.dim() == 2, ShapeError, op, ": weight of shape ", shape_str(weight.sizes()),
                  " must be 2-D (out_features, in_features)");
-  SYNCGRAD_CHECK(input.dim() != 0 && input.size(-1) == weight.size(1), ShapeError, "linear: input of shape ",
+  SYNCGRAD_CHECK(input.dim() != 0 && input.size(-1) == weight.size(1), ShapeError, op, ": input of shape ",
                  shape_str(input.sizes()), " does not end in in_features = ", weight.size(1), " of weight ",
                  shape_str(weight.sizes()), " (out_features, in_features); expected input (*, ", weight.size(1), ")");
-  const int64_t out_features = weight.size(0);
   if (bias.defined()) {
-    check_operands("linear", bias, weight);
-    SYNCGRAD_CHECK(bias.dim() <= 1 && (bias.numel() == out_features || bias.numel() == 1), ShapeError,
-                   "linear: bias of shape ", shape_str(bias.sizes()), " must be (out_features) = [", out_features,
+    check_operands(op, bias, weight);
+    SYNCGRAD_CHECK(bias.dim() <= 1 && (bias.numel() == weight.size(0) || bias.numel() == 1), ShapeError, op,
+                   ": bias of shape ", shape_str(bias.sizes()), " must be (out_features) = [", weight.size(0),
                    "] for weight ", shape_str(weight.sizes()));
   }
+}
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  check_linear("linear", input, weight, bias);
+  const int64_t out_features = weight.size(0);
   Tensor rows = as_rows(input);               // (N, in)
   Tensor weight_t = transpose(weight, 0, 1);  // (in, out), a view read in place
   Tensor out = bias.defined() ? addmm(bias, rows, weight_t) : product_2d(rows, weight_t);

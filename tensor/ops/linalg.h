@@ -33,6 +33,8 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
 // input (*, in_features) @ weight(out_features, in_features)^T + bias (out_features) -> (*, out_features).
 // An undefined bias means none.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
+// linear's checks of its operands (ShapeError, DTypeError, DeviceError naming them), with `op` in the message.
+void check_linear(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias);
 }  // namespace raw
 
 }  // namespace syncgrad

@@ -1,5 +1,5 @@
 // gradcheck of the differentiable matrix products: mm, bmm, matmul (every rank combination, broadcast
-// batches), addmm and linear (with and without bias).
+// batches), addmm, linear (with and without bias) and linear_gelu.
 #include "tests/gradcheck/check.h"
 
 using namespace syncgrad;
@@ -55,4 +55,16 @@ TEST_CASE("gradcheck: linear with and without bias, over leading dimensions") {
   CHECK_GRADCHECK("linear (B, T, in) with bias", with_bias, {leaf({2, 3, 4}, 36), weight, bias});
   CHECK_GRADCHECK("linear (in) without bias", without_bias, {leaf({4}, 37), weight});
   CHECK_GRADCHECK("linear with a constant input", with_bias, {leaf({5, 4}, 38).detach(), weight, bias});
+}
+
+TEST_CASE("gradcheck: linear_gelu in both approximations, with and without bias, a frozen weight") {
+  Tensor weight = leaf({3, 4}, 40), bias = leaf({3}, 41);
+  for (GeluApproximate approximate : {GeluApproximate::tanh, GeluApproximate::none}) {
+    auto with_bias = [=](const std::vector<Tensor>& in) { return linear_gelu(in[0], in[1], in[2], approximate); };
+    auto without_bias = [=](const std::vector<Tensor>& in) { return linear_gelu(in[0], in[1], {}, approximate); };
+    CHECK_GRADCHECK("linear_gelu (N, in) with bias", with_bias, {leaf({5, 4}, 42), weight, bias});
+    CHECK_GRADCHECK("linear_gelu (B, T, in) without bias", without_bias, {leaf({2, 3, 4}, 43), weight});
+    CHECK_GRADCHECK("linear_gelu with a frozen weight", with_bias, {leaf({5, 4}, 44), weight.detach(), bias});
+    CHECK_GRADCHECK("linear_gelu with a constant input", with_bias, {leaf({5, 4}, 45).detach(), weight, bias});
+  }
 }

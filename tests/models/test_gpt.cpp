@@ -265,6 +265,25 @@ TEST_CASE("GPT with the fused attention equals GPT with the unfused composition"
   CHECK(max_abs_diff(fused, plain) < 1e-5);
 }
 
+TEST_CASE("GPT with the fused linear + GELU equals GPT with c_fc and GELU as two ops, gradients too") {
+  Generator gen(4);
+  models::GPT model(tiny_config(), &gen);
+  Tensor tokens = from_vector(std::vector<int64_t>{1, 5, 2, 7, 3, 0, 9, 4, 4, 8, 6, 1}, {2, 6});
+  auto loss_and_grads = [&] {
+    model.zero_grad();
+    Tensor loss = sum(square(model.forward(tokens)));
+    loss.backward();
+    std::vector<Tensor> grads;
+    for (const Tensor& p : model.parameters()) grads.push_back(raw::clone(p.grad()));
+    return std::pair{loss, grads};
+  };
+  const auto [fused_loss, fused_grads] = loss_and_grads();
+  for (const auto& block : model.transformer->blocks) block->mlp->fused = false;
+  const auto [plain_loss, plain_grads] = loss_and_grads();
+  CHECK(max_abs_diff(fused_loss, plain_loss) < 1e-4 * std::abs(plain_loss.item<double>()));
+  for (size_t i = 0; i < plain_grads.size(); ++i) CHECK(max_abs_diff(fused_grads[i], plain_grads[i]) < 1e-4);
+}
+
 TEST_CASE("gradcheck in float64 of a tiny GPT with respect to every parameter") {
   Generator gen(5);
   models::GPT model(models::GPTConfig::parse("vocab_size=7,block_size=5,n_layer=1,n_head=2,n_embd=4"), &gen);
