@@ -1,8 +1,9 @@
 // syncgrad-bench gpt-kernels: the default GPT's kernels besides its linear layers' GEMMs (layer norm, GELU,
 // c_fc fused with its GELU (GEMMs included), the fused attention with its q/k/v split, cross-entropy,
 // bias-gradient sums, residual adds, fills, the AdamW step), each on the shapes of one training step (batch
-// 64 x 128 tokens, 128 channels, 4 heads of 32, 256 classes), on one thread and on --threads N (default 2), alternating; the speed-up of N threads says which of
-// them split their work between the threads. A kernel that stays on one thread leaves the others waiting.
+// 64 x 128 tokens, 128 channels, 4 heads of 32, 256 classes), on one thread and on --threads N (default 2),
+// alternating; the speed-up of N threads says which of them split their work between the threads. A kernel
+// that stays on one thread leaves the others waiting.
 //   syncgrad-bench gpt-kernels [--threads N] [--reps N]
 #include <cstdio>
 #include <functional>
