@@ -75,7 +75,7 @@ out=$("$bin" gpt-kernels --reps 1 2>&1); status=$?
 echo "$out"
 check "gpt-kernels --reps 1 exits 0" test $status -eq 0
 check "gpt-kernels prints 1 thread beside 2" grep -qE '^kernel +1 thread +2 threads +speed-up$' <<<"$out"
-check "gpt-kernels times its 8 kernels" test "$(grep -cE ' [0-9.]+ ms +[0-9.]+ ms +[0-9.]+x$' <<<"$out")" -eq 8
+check "gpt-kernels times its 9 kernels" test "$(grep -cE ' [0-9.]+ ms +[0-9.]+ ms +[0-9.]+x$' <<<"$out")" -eq 9
 check "gpt-kernels counts the AdamW step's parameters from the model" \
   grep -qE '^AdamW step, [0-9]+ parameters in [0-9]+ tensors ' <<<"$out"
 
