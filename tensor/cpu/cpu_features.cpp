@@ -26,7 +26,9 @@ bool request_tile_data() {
 Bf16Features bf16_features() {
   Bf16Features f;
   unsigned a = 0, b = 0, c = 0, d = 0;
+  bool cpu_avx512_core = false;
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    cpu_avx512_core = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1);
     f.amx_bf16 = (d >> 22) & 1;
     f.amx_tile = (d >> 24) & 1;
   }
@@ -35,6 +37,7 @@ Bf16Features bf16_features() {
     unsigned lo = 0, hi = 0;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     f.os_tile_state = ((lo >> 17) & 3) == 3;
+    f.avx512_core = cpu_avx512_core && ((lo >> 5) & 7) == 7;
   }
   return f;
 }

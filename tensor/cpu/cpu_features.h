@@ -10,6 +10,9 @@
 namespace syncgrad::cpu {
 
 struct Bf16Features {
+  bool avx512_core = false;    // AVX512F, DQ, BW and VL (CPUID.(7,0):EBX bits 16, 17, 30, 31) with the OS saving
+                               // the opmask and zmm state (XCR0 bits 5-7): what oneDNN's bfloat16 kernels need
+                               // at least; without it oneDNN has only its reference kernels for bfloat16
   bool avx512_bf16 = false;    // CPUID.(7,1):EAX bit 5
   bool amx_bf16 = false;       // CPUID.(7,0):EDX bit 22
   bool amx_tile = false;       // CPUID.(7,0):EDX bit 24
