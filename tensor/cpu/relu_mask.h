@@ -2,8 +2,9 @@
 // that the backward reads a bit per element instead of the whole output (for float32, 1/32 of the bytes). Each
 // run of n elements (a (sample, channel) plane of batch norm) has words(n) 64-bit words of its own, so threads
 // that own different runs never write the same word. Bit i % 64 of word i / 64 is element i; the unused high
-// bits of a run's last word are zero. AVX-512 compares and masked loads where the build targets them, a
-// scalar loop otherwise; both give the same bits.
+// bits of a run's last word are zero. AVX-512 compares and masked loads where the build targets them, AVX2
+// compares and movemasks 8 lanes at a time on AVX2-only CPUs (a Zen 3 EPYC: the scalar loop had the fused batch
+// norm + ReLU at 0.72-0.84x the separate ops there), a scalar loop otherwise; all give the same bits.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +16,9 @@
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #define SYNCGRAD_RELU_MASK_AVX512 1
+#include <immintrin.h>
+#elif defined(__AVX2__) && defined(__F16C__)
+#define SYNCGRAD_RELU_MASK_AVX2 1
 #include <immintrin.h>
 #endif
 
@@ -51,6 +55,39 @@ void select_lanes(const T* dy, __mmask16 keep, __mmask16 lanes, T* out) {
   }
 }
 
+#elif defined(SYNCGRAD_RELU_MASK_AVX2)
+// The lanes of y[0, 8) that are greater than zero, as the low 8 bits; NaN is not.
+template <class T>
+uint64_t positive_lanes(const T* y) {
+  __m256 v;
+  if constexpr (std::is_same_v<T, float>) {
+    v = _mm256_loadu_ps(y);
+  } else {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(y));
+    if constexpr (std::is_same_v<T, half>) {
+      v = _mm256_cvtph_ps(bits);
+    } else {
+      v = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+    }
+  }
+  return static_cast<uint64_t>(_mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ)));
+}
+
+// out[0, 8) = dy where bit i of `keep` (its low 8 bits) is set, else +0.
+template <class T>
+void select_lanes(const T* dy, uint64_t keep, T* out) {
+  const int byte = static_cast<int>(keep & 0xFF);
+  if constexpr (std::is_same_v<T, float>) {
+    const __m256i lane_bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i kept = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(byte), lane_bits), lane_bits);
+    _mm256_storeu_ps(out, _mm256_and_ps(_mm256_castsi256_ps(kept), _mm256_loadu_ps(dy)));
+  } else {
+    const __m128i lane_bits = _mm_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m128i kept = _mm_cmpeq_epi16(_mm_and_si128(_mm_set1_epi16(static_cast<short>(byte)), lane_bits), lane_bits);
+    const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(dy));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_and_si128(kept, values));
+  }
+}
 #endif
 
 // bits[0, words(n)) = the mask of y[0, n): bit i set where y[i] > 0.
@@ -75,7 +112,13 @@ void pack(const T* y, int64_t n, uint64_t* bits) {
   using M = opmath_t<T>;
   for (int64_t w = 0; w < words(n); ++w) {
     uint64_t word = 0;
-    for (int64_t i = w * 64; i < std::min(n, w * 64 + 64); ++i) {
+    int64_t i = w * 64;
+#if defined(SYNCGRAD_RELU_MASK_AVX2)
+    if constexpr (!std::is_same_v<T, double>) {
+      for (; i + 8 <= std::min(n, w * 64 + 64); i += 8) word |= positive_lanes(y + i) << (i - w * 64);
+    }
+#endif
+    for (; i < std::min(n, w * 64 + 64); ++i) {
       word |= static_cast<uint64_t>(convert<M>(y[i]) > M(0)) << (i - w * 64);
     }
     bits[w] = word;
@@ -96,7 +139,13 @@ void select(const T* dy, const uint64_t* bits, int64_t n, T* out) {
     return;
   }
 #endif
-  for (int64_t i = 0; i < n; ++i) out[i] = (bits[i / 64] >> (i % 64)) & 1 ? dy[i] : T(0);
+  int64_t i = 0;
+#if defined(SYNCGRAD_RELU_MASK_AVX2)
+  if constexpr (!std::is_same_v<T, double>) {
+    for (; i + 8 <= n; i += 8) select_lanes(dy + i, bits[i / 64] >> (i % 64), out + i);
+  }
+#endif
+  for (; i < n; ++i) out[i] = (bits[i / 64] >> (i % 64)) & 1 ? dy[i] : T(0);
 }
 
 }  // namespace syncgrad::cpu::relu_mask
