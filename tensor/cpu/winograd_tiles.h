@@ -260,6 +260,25 @@ template <int Segment, int Size>
 // Row a of the 4x4 blocks of 16 whole tiles in runs of 4 side by side: y[b] lane l is pixel (a, b) of tile l; run
 // q's row is 16 consecutive floats at row + offset[4q] (its tiles' pixels interleaved: b + 4 * tile).
 [[gnu::always_inline]] inline void put_runs_of_4(float* row, const int32_t* offset, const V* y) {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  // AVX2: run q's 16 floats are the 4 x 4 transpose of lanes 4q..4q+3 of y[0..3] (float 4t + b = pixel b of
+  // tile t); two runs per 256-bit register, transposed in lane (transpose_4x4_lanes), the halves put together.
+  for (int h = 0; h < 2; ++h) {
+    __m256 r[4];
+    for (int b = 0; b < 4; ++b) {
+      r[b] = h == 0 ? __builtin_shufflevector(y[b], y[b], 0, 1, 2, 3, 4, 5, 6, 7)
+                    : __builtin_shufflevector(y[b], y[b], 8, 9, 10, 11, 12, 13, 14, 15);
+    }
+    H tiles[4];  // tiles[t]: tile t of run 2h (low lane) and of run 2h + 1 (high lane)
+    transpose_4x4_lanes(r, tiles);
+    float* first = row + offset[8 * h];
+    float* second = row + offset[8 * h + 4];
+    _mm256_storeu_ps(first, _mm256_permute2f128_ps(tiles[0], tiles[1], 0x20));
+    _mm256_storeu_ps(first + 8, _mm256_permute2f128_ps(tiles[2], tiles[3], 0x20));
+    _mm256_storeu_ps(second, _mm256_permute2f128_ps(tiles[0], tiles[1], 0x31));
+    _mm256_storeu_ps(second + 8, _mm256_permute2f128_ps(tiles[2], tiles[3], 0x31));
+  }
+#else
   const V pairs01[2] = {interleave<0>(y[0], y[1]), interleave<1>(y[0], y[1])};  // tiles 0-7, 8-15: (b0, b1)
   const V pairs23[2] = {interleave<0>(y[2], y[3]), interleave<1>(y[2], y[3])};  // (b2, b3)
   for (int h = 0; h < 2; ++h) {
@@ -269,6 +288,7 @@ template <int Segment, int Size>
                                                                              11, 26, 27, 12, 13, 28, 29, 14, 15, 30,
                                                                              31));
   }
+#endif
 }
 
 // Writes y[a * M + b] to pixel (a, b) of the M x M blocks of the first `lanes` tiles, rows `stride` apart, within
