@@ -101,7 +101,8 @@ int bench_bf16_main(int argc, char** argv) {
   const cpu::Bf16Features f = cpu::bf16_features();
   std::printf("CPU: avx512 (f/dq/bw/vl) %s, avx512_bf16 %s, amx_bf16 %s, amx_tile %s, "
               "tile state enabled by the OS %s\n",
-              yes_no(f.avx512_core), yes_no(f.avx512_bf16), yes_no(f.amx_bf16), yes_no(f.amx_tile), yes_no(f.os_tile_state));
+              yes_no(f.avx512_core), yes_no(f.avx512_bf16), yes_no(f.amx_bf16), yes_no(f.amx_tile),
+              yes_no(f.os_tile_state));
   std::printf("AMX-BF16 usable by this process: %s\n", yes_no(cpu::amx_bf16_usable()));
   std::printf("bfloat16 matmuls run on: %s%s\n\n",
               cpu::onednn_bf16_chosen() ? "oneDNN from 4M multiply-adds, else " : "",

@@ -17,7 +17,10 @@
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/transpose_tiles.h"
 
+// AVX2 without AVX-512: the runs of 4x4 tiles are read and written with in-lane transposes (take_row_runs_of_4,
+// put_runs_of_4), not the 16-lane shuffles g++ lowers through the stack there.
 #if defined(__AVX2__) && !defined(__AVX512F__)
+#define SYNCGRAD_WINOGRAD_AVX2 1
 #include <immintrin.h>
 #endif
 
@@ -119,7 +122,7 @@ template <int Width>
   }(std::make_integer_sequence<int, std::countr_zero(static_cast<unsigned>(Width))>());
 }
 
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(SYNCGRAD_WINOGRAD_AVX2)
 // take_runs_of_4 for all Size pixels of a row at once, for AVX2-only CPUs, where g++ lowers its 16-lane
 // shuffles through the stack element by element (the input transform took 21% of a ResNet-20 step on a Zen 3
 // EPYC). Pixel 4a + b of tile t of a run is float 4 (a + t) + b from its start: column b of the 4 x 4 block of
@@ -247,7 +250,7 @@ template <int Segment, int Size>
     }(std::make_integer_sequence<int, Size>());
   } else {
     static_assert(Segment == 4, "4x4 tiles side by side come in runs of 4");
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(SYNCGRAD_WINOGRAD_AVX2)
     take_row_runs_of_4<Size>(row, offset, out);
 #else
     [&]<int... Shift>(std::integer_sequence<int, Shift...>) {
@@ -260,7 +263,7 @@ template <int Segment, int Size>
 // Row a of the 4x4 blocks of 16 whole tiles in runs of 4 side by side: y[b] lane l is pixel (a, b) of tile l; run
 // q's row is 16 consecutive floats at row + offset[4q] (its tiles' pixels interleaved: b + 4 * tile).
 [[gnu::always_inline]] inline void put_runs_of_4(float* row, const int32_t* offset, const V* y) {
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(SYNCGRAD_WINOGRAD_AVX2)
   // AVX2: run q's 16 floats are the 4 x 4 transpose of lanes 4q..4q+3 of y[0..3] (float 4t + b = pixel b of
   // tile t); two runs per 256-bit register, transposed in lane (transpose_4x4_lanes), the halves put together.
   for (int h = 0; h < 2; ++h) {
