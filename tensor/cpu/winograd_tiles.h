@@ -115,7 +115,7 @@ template <int Width>
     auto swap_bit = [&]<int B>() {
 #pragma GCC unroll 8
       for (int i = 0; i < Width; ++i) {
-        if ((i >> B & 1) == 0) swap_index_bit<float, B>(z[i], z[i | 1 << B], std::make_index_sequence<kLanes>());
+        if ((i >> B & 1) == 0) swap_index_bit<B>(z[i], z[i | 1 << B], std::make_index_sequence<kLanes>());
       }
     };
     (swap_bit.template operator()<Bit>(), ...);
