@@ -17,8 +17,8 @@
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/transpose_tiles.h"
 
-// AVX2 without AVX-512: the runs of 4x4 tiles are read and written with in-lane transposes (take_row_runs_of_4,
-// put_runs_of_4), not the 16-lane shuffles g++ lowers through the stack there.
+// AVX2 without AVX-512: the runs of 4x4 tiles are read and written with in-lane transposes
+// (take_half_row_runs_of_4, put_runs_of_4), not the 16-lane shuffles g++ lowers through the stack there.
 #if defined(__AVX2__) && !defined(__AVX512F__)
 #define SYNCGRAD_WINOGRAD_AVX2 1
 #include <immintrin.h>
@@ -123,10 +123,12 @@ template <int Width>
 }
 
 #if defined(SYNCGRAD_WINOGRAD_AVX2)
-// take_runs_of_4 for all Size pixels of a row at once, for AVX2-only CPUs, where g++ lowers its 16-lane
-// shuffles through the stack element by element (the input transform took 21% of a ResNet-20 step on a Zen 3
-// EPYC). Pixel 4a + b of tile t of a run is float 4 (a + t) + b from its start: column b of the 4 x 4 block of
-// the run's floats [4a, 4a + 16). Two runs share a 256-bit register (one per 128-bit lane), and the in-lane
+// take_runs_of_4 for all Size pixels of a row of half a vector's tiles at once, for AVX2-only CPUs, where g++
+// lowers its 16-lane shuffles through the stack element by element (the input transform took 21% of a
+// ResNet-20 step on a Zen 3 EPYC); the caller transforms each half of 8 tiles in 256-bit registers
+// (winograd.cpp, transform_inputs), since even gluing two halves into a 16-lane vector went through the stack.
+// Pixel 4a + b of tile t of a run is float 4 (a + t) + b from its start: column b of the 4 x 4 block of the
+// run's floats [4a, 4a + 16). The two runs share a 256-bit register (one per 128-bit lane), and the in-lane
 // 4 x 4 transposes of blocks 0 and 1 give pixels 0-3 and 4-7; floats [0, 20) of each run are read, within what
 // take_runs_of_4 reads.
 [[gnu::always_inline]] inline void transpose_4x4_lanes(const __m256* r, H* columns) {
@@ -138,23 +140,21 @@ template <int Width>
   columns[3] = _mm256_shuffle_ps(t2, t3, 0xEE);
 }
 
+// out[j] lane l = base[offset(l) + j] for j < Size (6 or 8), for the 8 tiles of two runs of 4 at offset[0] and
+// offset[4].
 template <int Size>
-[[gnu::always_inline]] inline void take_row_runs_of_4(const float* base, const int32_t* offset, V* out) {
+[[gnu::always_inline]] inline void take_half_row_runs_of_4(const float* base, const int32_t* offset, H* out) {
   static_assert(Size > 4 && Size <= 8, "two 4 x 4 blocks hold pixels 0-7");
-  H halves[2][8];
-  for (int h = 0; h < 2; ++h) {
-    const float* first = base + offset[8 * h];
-    const float* second = base + offset[8 * h + 4];
-    __m256 r[5];
-    for (int k = 0; k < 5; ++k) {
-      r[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(first + 4 * k)), _mm_loadu_ps(second + 4 * k), 1);
-    }
-    transpose_4x4_lanes(r, halves[h]);
-    transpose_4x4_lanes(r + 1, halves[h] + 4);
+  const float* first = base + offset[0];
+  const float* second = base + offset[4];
+  __m256 r[5];
+  for (int k = 0; k < 5; ++k) {
+    r[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(first + 4 * k)), _mm_loadu_ps(second + 4 * k), 1);
   }
-  for (int j = 0; j < Size; ++j) {
-    out[j] = __builtin_shufflevector(halves[0][j], halves[1][j], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  }
+  H columns[8];
+  transpose_4x4_lanes(r, columns);
+  transpose_4x4_lanes(r + 1, columns + 4);
+  for (int j = 0; j < Size; ++j) out[j] = columns[j];
 }
 #endif
 
@@ -250,13 +250,9 @@ template <int Segment, int Size>
     }(std::make_integer_sequence<int, Size>());
   } else {
     static_assert(Segment == 4, "4x4 tiles side by side come in runs of 4");
-#if defined(SYNCGRAD_WINOGRAD_AVX2)
-    take_row_runs_of_4<Size>(row, offset, out);
-#else
     [&]<int... Shift>(std::integer_sequence<int, Shift...>) {
       ((out[Shift] = take_runs_of_4<Shift>(row, offset)), ...);
     }(std::make_integer_sequence<int, Size>());
-#endif
   }
 }
 
