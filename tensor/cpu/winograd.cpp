@@ -180,11 +180,11 @@ template <int R, int M, class A>
 void border(const A* src, int64_t channels, const Chunk& c, const Geometry& g, float* dst) {
   constexpr int64_t pad = Sizes<R, M>::kPad;
   const int64_t stack = (c.images + 1) * g.plane;
-  for (int64_t ch = 0; ch < channels; ++ch) {
-    for (int64_t i = 0; i < c.images; ++i) {
+  for (int64_t i = 0; i < c.images; ++i) {  // images outside, so that src is read in order
+    const TileRows rows = tile_rows(c, g, i);
+    for (int64_t ch = 0; ch < channels; ++ch) {
       const A* in = src + ((c.first + i) * channels + ch) * g.h * g.w;
       float* out = dst + ch * stack + i * g.plane;
-      const TileRows rows = tile_rows(c, g, i);
       for (int64_t yb = g.m * rows.begin; yb < g.m * rows.end + 2 * pad; ++yb) {  // bordered rows
         float* row = out + yb * g.bw;
         const int64_t y = yb - pad;
@@ -197,7 +197,9 @@ void border(const A* src, int64_t channels, const Chunk& c, const Geometry& g, f
         for (int64_t x = pad + g.w; x < g.bw; ++x) row[x] = 0.0f;
       }
     }
-    if (c.padded > c.tiles) {
+  }
+  if (c.padded > c.tiles) {
+    for (int64_t ch = 0; ch < channels; ++ch) {
       float* zero = dst + ch * stack + c.images * g.plane;
       std::fill(zero, zero + Sizes<R, M>::kPatch * g.bw, 0.0f);
     }
