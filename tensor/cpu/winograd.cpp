@@ -70,6 +70,16 @@ struct Chunk {
 // different cache sets.
 int64_t spread(int64_t n) { return n / kLanes % 2 == 0 ? n + kLanes : n; }
 
+#if defined(SYNCGRAD_WINOGRAD_AVX2)
+constexpr int kHalf = kLanes / 2;  // tiles or channels in an H
+
+inline H load_half(const float* p) {
+  H h;
+  std::memcpy(&h, p, sizeof h);
+  return h;
+}
+#endif
+
 // p + step, through an empty asm statement: a walk over a tile's products then stays in one register. Written as
 // p + k * stride, GCC hoists one loop-invariant address per product out of the tile loop and spills most of them.
 template <class T>
@@ -241,12 +251,11 @@ void transform_inputs(const float* bordered, int64_t channels, const Chunk& c, c
       const float* base = bordered + ch * stack;
       for (int64_t t0 = 0; t0 < c.padded; t0 += kLanes) {
 #if defined(SYNCGRAD_WINOGRAD_AVX2)
-        if constexpr (Segment == 4 && Sizes<R, M>::kOut == 4) {  // each half of the vector's 4x4 tiles in 256-bit
-          // registers (winograd_tiles.h)
+        if constexpr (Sizes<R, M>::kOut == 4) {  // each half of the vector's tiles in 256-bit registers
           for (int half = 0; half < 2; ++half) {
-            float* product = v + layout.at(0, ch) + t0 + half * (kLanes / 2);
+            float* product = v + layout.at(0, ch) + t0 + half * kHalf;
             two_sided<n, n, H>(
-                [&](int r, H* row) { take_half_row_runs_of_4<n>(base + r * g.bw, c.patch.data() + t0 + half * 8, row); },
+                [&](int r, H* row) { load_half_row<Segment, n>(base + r * g.bw, c.patch.data() + t0 + half * kHalf, row); },
                 Tiling<R, M>::input, [&](int, int, const H& value) {
                   std::memcpy(product, &value, sizeof value);
                   product = opaque_step(product, layout.stride);
@@ -346,6 +355,26 @@ void forward_chunk(const float* bordered, int64_t c_in, const float* u, const fl
         const float b = bias != nullptr ? bias[co] : 0.0f;
         const float* m_co = m + m_layout.at(0, co - co0);
         for (int64_t t0 = 0; t0 < c.padded; t0 += kLanes) {
+#if defined(SYNCGRAD_WINOGRAD_AVX2)
+          if constexpr (m_out == 4) {  // each half of the vector's tiles in 256-bit registers
+            for (int half = 0; half < 2; ++half) {
+              const int lanes = static_cast<int>(std::min<int64_t>(kHalf, c.tiles - t0 - half * kHalf));
+              if (lanes <= 0) break;
+              H y[m_out * m_out];
+              const float* product = m_co + t0 + half * kHalf;
+              two_sided<m_out, n, H>(
+                  [&](int, H* row) {
+                    for (int i = 0; i < n; ++i, product = opaque_step(product, m_layout.stride)) {
+                      row[i] = load_half(product);
+                    }
+                  },
+                  Tiling<R, M>::output, [&](int i, int j, const H& value) { y[j * m_out + i] = value + b; });
+              store_half_blocks<Segment>(out + co * plane_out, g.w, c.block.data() + t0 + half * kHalf,
+                                         c.extent.data() + t0 + half * kHalf, y, lanes);
+            }
+            continue;
+          }
+#endif
           V y[m_out * m_out];
           // (A^T m A)^T = A^T m^T A: rows of m^T are consecutive products.
           const float* product = m_co + t0;
@@ -548,6 +577,24 @@ void weight_gradient_summed(const A* gy, const A* x, float* gw, const ConvShape&
     for (int64_t t = 0; t < c.padded; ++t) {
       const float* block = gyt + c.block[t] * cop;
       const Extent extent = c.extent[t];
+#if defined(SYNCGRAD_WINOGRAD_AVX2)
+      if constexpr (m_out == 4) {  // 8 channels at a time, in 256-bit registers
+        for (int64_t c0 = 0; c0 < cop; c0 += kHalf) {
+          float* product = e + e_layout.at(0, t) + c0;
+          two_sided<n, m_out, H>(
+              [&](int a, H* row) {
+                for (int b = 0; b < m_out; ++b) {
+                  row[b] = a < extent.rows && b < extent.cols ? load_half(block + (a * g.w + b) * cop + c0) : H{};
+                }
+              },
+              Tiling<R, M>::gradient, [&](int, int, const H& value) {
+                std::memcpy(product, &value, sizeof value);
+                product = opaque_step(product, e_layout.stride);
+              });
+        }
+        continue;
+      }
+#endif
       for (int64_t c0 = 0; c0 < cop; c0 += kLanes) {
         float* product = e + e_layout.at(0, t) + c0;
         two_sided<n, m_out, V>(

@@ -17,8 +17,9 @@
 #include "tensor/cpu/conv_gemm.h"
 #include "tensor/cpu/transpose_tiles.h"
 
-// AVX2 without AVX-512: the runs of 4x4 tiles are read and written with in-lane transposes
-// (take_half_row_runs_of_4, put_runs_of_4), not the 16-lane shuffles g++ lowers through the stack there.
+// AVX2 without AVX-512: the 4x4 tiles are read and written half a vector at a time, in 256-bit registers
+// (take_half_row_runs_of_4 and the functions after it), not through the 16-lane shuffles g++ lowers through the
+// stack there.
 #if defined(__AVX2__) && !defined(__AVX512F__)
 #define SYNCGRAD_WINOGRAD_AVX2 1
 #include <immintrin.h>
@@ -123,14 +124,12 @@ template <int Width>
 }
 
 #if defined(SYNCGRAD_WINOGRAD_AVX2)
-// take_runs_of_4 for all Size pixels of a row of half a vector's tiles at once, for AVX2-only CPUs, where g++
-// lowers its 16-lane shuffles through the stack element by element (the input transform took 21% of a
-// ResNet-20 step on a Zen 3 EPYC); the caller transforms each half of 8 tiles in 256-bit registers
-// (winograd.cpp, transform_inputs), since even gluing two halves into a 16-lane vector went through the stack.
-// Pixel 4a + b of tile t of a run is float 4 (a + t) + b from its start: column b of the 4 x 4 block of the
-// run's floats [4a, 4a + 16). The two runs share a 256-bit register (one per 128-bit lane), and the in-lane
-// 4 x 4 transposes of blocks 0 and 1 give pixels 0-3 and 4-7; floats [0, 20) of each run are read, within what
-// take_runs_of_4 reads.
+// AVX2-only CPUs: g++ lowers the 16-lane shuffles of the functions above through the stack element by element,
+// and keeps 16-float vector variables in memory (the input transform took 21% of a ResNet-20 step on a Zen 3
+// EPYC), so there the 4x4-tile kernels (winograd.cpp) run on each half vector of 8 tiles in 256-bit registers
+// (H), read and written by the functions below.
+
+// In-lane 4 x 4 transposes of r[0, 4): columns[b] lane 4q + t = r[t] lane 4q + b (q = 0, 1: the 128-bit lanes).
 [[gnu::always_inline]] inline void transpose_4x4_lanes(const __m256* r, H* columns) {
   const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpacklo_ps(r[2], r[3]);
   const __m256 t2 = _mm256_unpackhi_ps(r[0], r[1]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
@@ -140,8 +139,11 @@ template <int Width>
   columns[3] = _mm256_shuffle_ps(t2, t3, 0xEE);
 }
 
-// out[j] lane l = base[offset(l) + j] for j < Size (6 or 8), for the 8 tiles of two runs of 4 at offset[0] and
-// offset[4].
+// take_runs_of_4 for all Size (6 or 8) pixels of a patch row of the 8 tiles of two runs of 4 at offset[0] and
+// offset[4]: out[j] lane l = base[offset(l) + j]. Pixel 4a + b of tile t of a run is float 4 (a + t) + b from
+// its start: column b of the 4 x 4 block of the run's floats [4a, 4a + 16). The two runs share a 256-bit
+// register (one per 128-bit lane), and the in-lane transposes of blocks 0 and 1 give pixels 0-3 and 4-7;
+// floats [0, 20) of each run are read, within what take_runs_of_4 reads.
 template <int Size>
 [[gnu::always_inline]] inline void take_half_row_runs_of_4(const float* base, const int32_t* offset, H* out) {
   static_assert(Size > 4 && Size <= 8, "two 4 x 4 blocks hold pixels 0-7");
@@ -155,6 +157,75 @@ template <int Size>
   transpose_4x4_lanes(r, columns);
   transpose_4x4_lanes(r + 1, columns + 4);
   for (int j = 0; j < Size; ++j) out[j] = columns[j];
+}
+
+// gather_rows for 8 tiles anywhere and Size 6 or 8: 8 floats of each tile's row (up to 2 past a 6-pixel
+// patch), transposed as one 8 x 8 block.
+template <int Size>
+[[gnu::always_inline]] inline void gather_half_rows(const float* row, const int32_t* offset, H* out) {
+  static_assert(Size > 4 && Size <= 8, "rows of 8 floats");
+  H z[8];
+  for (int i = 0; i < 8; ++i) std::memcpy(&z[i], row + offset[i], sizeof(H));
+  transpose_block<float>(z);
+  for (int j = 0; j < Size; ++j) out[j] = z[j];
+}
+
+// Patch row `row` pixels 0..Size-1 of 8 tiles: in runs of 4 (Segment 4) or anywhere (0).
+template <int Segment, int Size>
+[[gnu::always_inline]] inline void load_half_row(const float* row, const int32_t* offset, H* out) {
+  if constexpr (Segment == 4) {
+    take_half_row_runs_of_4<Size>(row, offset, out);
+  } else {
+    static_assert(Segment == 0, "4x4 tiles come in runs of 4 or anywhere");
+    gather_half_rows<Size>(row, offset, out);
+  }
+}
+
+// put_runs_of_4 for 8 tiles (runs at offset[0] and offset[4]): run q's 16 floats are the 4 x 4 transpose of
+// lanes 4q..4q+3 of y[0..3] (float 4t + b = pixel b of tile t); both runs at once, one per 128-bit lane.
+[[gnu::always_inline]] inline void put_half_runs_of_4(float* row, const int32_t* offset, const H* y) {
+  H tiles[4];  // tiles[t]: tile t of the first run (low lane) and of the second (high lane)
+  transpose_4x4_lanes(y, tiles);
+  float* first = row + offset[0];
+  float* second = row + offset[4];
+  _mm256_storeu_ps(first, _mm256_permute2f128_ps(tiles[0], tiles[1], 0x20));
+  _mm256_storeu_ps(first + 8, _mm256_permute2f128_ps(tiles[2], tiles[3], 0x20));
+  _mm256_storeu_ps(second, _mm256_permute2f128_ps(tiles[0], tiles[1], 0x31));
+  _mm256_storeu_ps(second + 8, _mm256_permute2f128_ps(tiles[2], tiles[3], 0x31));
+}
+
+// scatter_rows for 8 tiles anywhere and 4 pixels: row[offset[l] + j] = in[j] lane l for j < the columns of
+// tile l, for those of the first `lanes` tiles that have a row a.
+[[gnu::always_inline]] inline void scatter_half_rows(float* row, const int32_t* offset, const Extent* extent,
+                                                     const H* in, int lanes, int a) {
+  H tiles[4];  // tiles[t]: tile t (low lane) and tile 4 + t (high lane)
+  transpose_4x4_lanes(in, tiles);
+  for (int tile = 0; tile < std::min(lanes, 8); ++tile) {
+    if (extent[tile].rows <= a) continue;
+    const __m128 piece = tile < 4 ? _mm256_castps256_ps128(tiles[tile]) : _mm256_extractf128_ps(tiles[tile - 4], 1);
+    if (extent[tile].cols == 4) {
+      _mm_storeu_ps(row + offset[tile], piece);
+    } else {
+      float pixels[4];
+      _mm_storeu_ps(pixels, piece);
+      for (int j = 0; j < extent[tile].cols; ++j) row[offset[tile] + j] = pixels[j];
+    }
+  }
+}
+
+// store_blocks for the 4x4 blocks of 8 tiles: y[a * 4 + b] is pixel (a, b).
+template <int Segment>
+[[gnu::always_inline]] inline void store_half_blocks(float* base, int64_t stride, const int32_t* offset,
+                                                     const Extent* extent, const H* y, int lanes) {
+#pragma GCC unroll 4
+  for (int a = 0; a < 4; ++a) {
+    if constexpr (Segment == 4) {
+      put_half_runs_of_4(base + a * stride, offset, y + a * 4);
+    } else {
+      static_assert(Segment == 0, "4x4 tiles come in runs of 4 or anywhere");
+      scatter_half_rows(base + a * stride, offset, extent, y + a * 4, lanes, a);
+    }
+  }
 }
 #endif
 
@@ -259,25 +330,6 @@ template <int Segment, int Size>
 // Row a of the 4x4 blocks of 16 whole tiles in runs of 4 side by side: y[b] lane l is pixel (a, b) of tile l; run
 // q's row is 16 consecutive floats at row + offset[4q] (its tiles' pixels interleaved: b + 4 * tile).
 [[gnu::always_inline]] inline void put_runs_of_4(float* row, const int32_t* offset, const V* y) {
-#if defined(SYNCGRAD_WINOGRAD_AVX2)
-  // AVX2: run q's 16 floats are the 4 x 4 transpose of lanes 4q..4q+3 of y[0..3] (float 4t + b = pixel b of
-  // tile t); two runs per 256-bit register, transposed in lane (transpose_4x4_lanes), the halves put together.
-  for (int h = 0; h < 2; ++h) {
-    __m256 r[4];
-    for (int b = 0; b < 4; ++b) {
-      r[b] = h == 0 ? __builtin_shufflevector(y[b], y[b], 0, 1, 2, 3, 4, 5, 6, 7)
-                    : __builtin_shufflevector(y[b], y[b], 8, 9, 10, 11, 12, 13, 14, 15);
-    }
-    H tiles[4];  // tiles[t]: tile t of run 2h (low lane) and of run 2h + 1 (high lane)
-    transpose_4x4_lanes(r, tiles);
-    float* first = row + offset[8 * h];
-    float* second = row + offset[8 * h + 4];
-    _mm256_storeu_ps(first, _mm256_permute2f128_ps(tiles[0], tiles[1], 0x20));
-    _mm256_storeu_ps(first + 8, _mm256_permute2f128_ps(tiles[2], tiles[3], 0x20));
-    _mm256_storeu_ps(second, _mm256_permute2f128_ps(tiles[0], tiles[1], 0x31));
-    _mm256_storeu_ps(second + 8, _mm256_permute2f128_ps(tiles[2], tiles[3], 0x31));
-  }
-#else
   const V pairs01[2] = {interleave<0>(y[0], y[1]), interleave<1>(y[0], y[1])};  // tiles 0-7, 8-15: (b0, b1)
   const V pairs23[2] = {interleave<0>(y[2], y[3]), interleave<1>(y[2], y[3])};  // (b2, b3)
   for (int h = 0; h < 2; ++h) {
@@ -287,7 +339,6 @@ template <int Segment, int Size>
                                                                              11, 26, 27, 12, 13, 28, 29, 14, 15, 30,
                                                                              31));
   }
-#endif
 }
 
 // Writes y[a * M + b] to pixel (a, b) of the M x M blocks of the first `lanes` tiles, rows `stride` apart, within
