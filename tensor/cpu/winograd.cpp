@@ -70,16 +70,6 @@ struct Chunk {
 // different cache sets.
 int64_t spread(int64_t n) { return n / kLanes % 2 == 0 ? n + kLanes : n; }
 
-#if defined(SYNCGRAD_WINOGRAD_AVX2)
-constexpr int kHalf = kLanes / 2;  // tiles or channels in an H
-
-inline H load_half(const float* p) {
-  H h;
-  std::memcpy(&h, p, sizeof h);
-  return h;
-}
-#endif
-
 // p + step, through an empty asm statement: a walk over a tile's products then stays in one register. Written as
 // p + k * stride, GCC hoists one loop-invariant address per product out of the tile loop and spills most of them.
 template <class T>
@@ -244,29 +234,16 @@ void with_segment(const Chunk& c, const F& f) {
 template <int R, int M>
 void transform_inputs(const float* bordered, int64_t channels, const Chunk& c, const Geometry& g,
                       const ProductArray& layout, float* v) {
-  constexpr int n = Sizes<R, M>::kPatch;
+  constexpr int n = Sizes<R, M>::kPatch, m_out = Sizes<R, M>::kOut;
+  using P = TileVector<m_out>;
   const int64_t stack = (c.images + 1) * g.plane;
-  with_segment<Sizes<R, M>::kOut>(c, [&]<int Segment>() {
+  with_segment<m_out>(c, [&]<int Segment>() {
     for (int64_t ch = 0; ch < channels; ++ch) {
       const float* base = bordered + ch * stack;
-      for (int64_t t0 = 0; t0 < c.padded; t0 += kLanes) {
-#if defined(SYNCGRAD_WINOGRAD_AVX2)
-        if constexpr (Sizes<R, M>::kOut == 4) {  // each half of the vector's tiles in 256-bit registers
-          for (int half = 0; half < 2; ++half) {
-            float* product = v + layout.at(0, ch) + t0 + half * kHalf;
-            two_sided<n, n, H>(
-                [&](int r, H* row) { load_half_row<Segment, n>(base + r * g.bw, c.patch.data() + t0 + half * kHalf, row); },
-                Tiling<R, M>::input, [&](int, int, const H& value) {
-                  std::memcpy(product, &value, sizeof value);
-                  product = opaque_step(product, layout.stride);
-                });
-          }
-          continue;
-        }
-#endif
+      for (int64_t t0 = 0; t0 < c.padded; t0 += kTileLanes<m_out>) {
         float* product = v + layout.at(0, ch) + t0;
-        two_sided<n, n, V>([&](int r, V* row) { load_row<Segment, n>(base + r * g.bw, c.patch.data() + t0, row); },
-                           Tiling<R, M>::input, [&](int, int, const V& value) {
+        two_sided<n, n, P>([&](int r, P* row) { load_row<Segment, n>(base + r * g.bw, c.patch.data() + t0, row); },
+                           Tiling<R, M>::input, [&](int, int, const P& value) {
                              conv_gemm::store(product, value);
                              product = opaque_step(product, layout.stride);
                            });
@@ -339,6 +316,7 @@ void forward_chunk(const float* bordered, int64_t c_in, const float* u, const fl
                    int64_t c_out, const Chunk& c, const Geometry& g) {
   constexpr int n = Sizes<R, M>::kPatch, m_out = Sizes<R, M>::kOut;
   constexpr int64_t products = Sizes<R, M>::kProducts;
+  using P = TileVector<m_out>;
   const int64_t plane_out = g.h * g.w, block = output_block(products, c_in, c_out, c.ld);
   const ProductArray v_layout(c_in, c.ld), m_layout(block, c.ld);
   float* v = scratch<float, 11>(v_layout.size(products));
@@ -354,39 +332,20 @@ void forward_chunk(const float* bordered, int64_t c_in, const float* u, const fl
       for (int64_t co = co0; co < co0 + rows; ++co) {
         const float b = bias != nullptr ? bias[co] : 0.0f;
         const float* m_co = m + m_layout.at(0, co - co0);
-        for (int64_t t0 = 0; t0 < c.padded; t0 += kLanes) {
-#if defined(SYNCGRAD_WINOGRAD_AVX2)
-          if constexpr (m_out == 4) {  // each half of the vector's tiles in 256-bit registers
-            for (int half = 0; half < 2; ++half) {
-              const int lanes = static_cast<int>(std::min<int64_t>(kHalf, c.tiles - t0 - half * kHalf));
-              if (lanes <= 0) break;
-              H y[m_out * m_out];
-              const float* product = m_co + t0 + half * kHalf;
-              two_sided<m_out, n, H>(
-                  [&](int, H* row) {
-                    for (int i = 0; i < n; ++i, product = opaque_step(product, m_layout.stride)) {
-                      row[i] = load_half(product);
-                    }
-                  },
-                  Tiling<R, M>::output, [&](int i, int j, const H& value) { y[j * m_out + i] = value + b; });
-              store_half_blocks<Segment>(out + co * plane_out, g.w, c.block.data() + t0 + half * kHalf,
-                                         c.extent.data() + t0 + half * kHalf, y, lanes);
-            }
-            continue;
-          }
-#endif
-          V y[m_out * m_out];
+        for (int64_t t0 = 0; t0 < c.padded; t0 += kTileLanes<m_out>) {
+          const int lanes = static_cast<int>(std::min(kTileLanes<m_out>, c.tiles - t0));
+          if (lanes <= 0) break;
+          P y[m_out * m_out];
           // (A^T m A)^T = A^T m^T A: rows of m^T are consecutive products.
           const float* product = m_co + t0;
-          two_sided<m_out, n, V>(
-              [&](int, V* row) {
+          two_sided<m_out, n, P>(
+              [&](int, P* row) {
                 for (int i = 0; i < n; ++i, product = opaque_step(product, m_layout.stride)) {
-                  row[i] = conv_gemm::load(product);
+                  row[i] = conv_gemm::load<float, P>(product);
                 }
               },
-              Tiling<R, M>::output, [&](int i, int j, const V& value) { y[j * m_out + i] = value + b; });
-          store_blocks<Segment, m_out>(out + co * plane_out, g.w, c.block.data() + t0, c.extent.data() + t0, y,
-                                       static_cast<int>(std::min(kLanes, c.tiles - t0)));
+              Tiling<R, M>::output, [&](int i, int j, const P& value) { y[j * m_out + i] = value + b; });
+          store_blocks<Segment, m_out>(out + co * plane_out, g.w, c.block.data() + t0, c.extent.data() + t0, y, lanes);
         }
       }
     });
@@ -537,6 +496,7 @@ void weight_gradient_summed(const A* gy, const A* x, float* gw, const ConvShape&
                             int64_t chunks_per_flush) {
   constexpr int n = Sizes<R, M>::kPatch, m_out = Sizes<R, M>::kOut;
   constexpr int64_t products = Sizes<R, M>::kProducts;
+  using P = TileVector<m_out>;
   const Geometry g(s.h, s.w, m_out, Sizes<R, M>::kPad);
   const int64_t c_in = s.c_in, c_out = s.c_out, cop = padded<float>(c_out), plane = g.h * g.w;
   const int64_t lde = spread(cop);
@@ -577,33 +537,16 @@ void weight_gradient_summed(const A* gy, const A* x, float* gw, const ConvShape&
     for (int64_t t = 0; t < c.padded; ++t) {
       const float* block = gyt + c.block[t] * cop;
       const Extent extent = c.extent[t];
-#if defined(SYNCGRAD_WINOGRAD_AVX2)
-      if constexpr (m_out == 4) {  // 8 channels at a time, in 256-bit registers
-        for (int64_t c0 = 0; c0 < cop; c0 += kHalf) {
-          float* product = e + e_layout.at(0, t) + c0;
-          two_sided<n, m_out, H>(
-              [&](int a, H* row) {
-                for (int b = 0; b < m_out; ++b) {
-                  row[b] = a < extent.rows && b < extent.cols ? load_half(block + (a * g.w + b) * cop + c0) : H{};
-                }
-              },
-              Tiling<R, M>::gradient, [&](int, int, const H& value) {
-                std::memcpy(product, &value, sizeof value);
-                product = opaque_step(product, e_layout.stride);
-              });
-        }
-        continue;
-      }
-#endif
-      for (int64_t c0 = 0; c0 < cop; c0 += kLanes) {
+      for (int64_t c0 = 0; c0 < cop; c0 += kTileLanes<m_out>) {
         float* product = e + e_layout.at(0, t) + c0;
-        two_sided<n, m_out, V>(
-            [&](int a, V* row) {
+        two_sided<n, m_out, P>(
+            [&](int a, P* row) {
               for (int b = 0; b < m_out; ++b) {
-                row[b] = a < extent.rows && b < extent.cols ? conv_gemm::load(block + (a * g.w + b) * cop + c0) : V{};
+                row[b] = a < extent.rows && b < extent.cols ? conv_gemm::load<float, P>(block + (a * g.w + b) * cop + c0)
+                                                            : P{};
               }
             },
-            Tiling<R, M>::gradient, [&](int, int, const V& value) {
+            Tiling<R, M>::gradient, [&](int, int, const P& value) {
               conv_gemm::store(product, value);
               product = opaque_step(product, e_layout.stride);
             });

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "tensor/cpu/conv_gemm.h"
@@ -170,9 +171,10 @@ template <int Size>
   for (int j = 0; j < Size; ++j) out[j] = z[j];
 }
 
-// Patch row `row` pixels 0..Size-1 of 8 tiles: in runs of 4 (Segment 4) or anywhere (0).
+// load_row for 8 4x4 tiles (the overload below for 16): patch row `row` pixels 0..Size-1, in runs of 4
+// (Segment 4) or anywhere (0).
 template <int Segment, int Size>
-[[gnu::always_inline]] inline void load_half_row(const float* row, const int32_t* offset, H* out) {
+[[gnu::always_inline]] inline void load_row(const float* row, const int32_t* offset, H* out) {
   if constexpr (Segment == 4) {
     take_half_row_runs_of_4<Size>(row, offset, out);
   } else {
@@ -213,10 +215,11 @@ template <int Segment, int Size>
   }
 }
 
-// store_blocks for the 4x4 blocks of 8 tiles: y[a * 4 + b] is pixel (a, b).
-template <int Segment>
-[[gnu::always_inline]] inline void store_half_blocks(float* base, int64_t stride, const int32_t* offset,
-                                                     const Extent* extent, const H* y, int lanes) {
+// store_blocks for the 4x4 blocks of 8 tiles (the overload below for 16): y[a * 4 + b] is pixel (a, b).
+template <int Segment, int M>
+[[gnu::always_inline]] inline void store_blocks(float* base, int64_t stride, const int32_t* offset,
+                                                const Extent* extent, const H* y, int lanes) {
+  static_assert(M == 4, "half vectors hold 4x4 tiles");
 #pragma GCC unroll 4
   for (int a = 0; a < 4; ++a) {
     if constexpr (Segment == 4) {
@@ -358,5 +361,18 @@ template <int Segment, int M>
     for (int a = 0; a < 4; ++a) put_runs_of_4(base + a * stride, offset, y + a * 4);
   }
 }
+
+// The registers the transforms of M x M output tiles run on, and so the tiles (or channels) taken at once: half
+// vectors of 8 (H) for 4x4 tiles on AVX2 without AVX-512 (see above), else whole vectors of 16 (V). load_row and
+// store_blocks have an overload for each.
+#if defined(SYNCGRAD_WINOGRAD_AVX2)
+template <int M>
+using TileVector = std::conditional_t<M == 4, H, V>;
+#else
+template <int M>
+using TileVector = V;
+#endif
+template <int M>
+inline constexpr int64_t kTileLanes = sizeof(TileVector<M>) / sizeof(float);
 
 }  // namespace syncgrad::cpu::winograd
